@@ -1,0 +1,216 @@
+// The only reader of environment variables and command-line flags.
+// Every option is declared once in OPTIONS (name, env, flag, unit, default, parser);
+// that one list drives parsing, validation, `sextant --help` and the README table
+// (a test checks the README against it).
+
+export type LogFormat = "json" | "pretty" | "silent";
+
+export interface Config {
+  dataDir: string;
+  host: string;
+  port: number;
+  ingestPort: number | null;
+  publicUrl: string;
+  trustProxy: boolean;
+  log: LogFormat;
+}
+
+/** A bad value: the message is one line naming the variable and what it accepts. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+interface Option<K extends keyof Config> {
+  key: K;
+  env: string;
+  flag: string;
+  unit: string;
+  /** Shown in docs; the parsed default comes from `fallback`. */
+  defaultText: string;
+  description: string;
+  accepts: string;
+  fallback: (partial: Partial<Config>) => Config[K];
+  parse: (raw: string) => Config[K] | undefined;
+}
+
+function int(min: number, max: number) {
+  return (raw: string): number | undefined => {
+    if (!/^\d+$/.test(raw.trim())) return undefined;
+    const n = Number(raw.trim());
+    return n >= min && n <= max ? n : undefined;
+  };
+}
+
+function bool(raw: string): boolean | undefined {
+  const v = raw.trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(v)) return true;
+  if (["0", "false", "no", "off", ""].includes(v)) return false;
+  return undefined;
+}
+
+function url(raw: string): string | undefined {
+  try {
+    const u = new URL(raw.trim());
+    if (u.protocol !== "http:" && u.protocol !== "https:") return undefined;
+    // Links in mail are built as `${publicUrl}/...`: keep it without a trailing slash.
+    return u.toString().replace(/\/+$/, "");
+  } catch {
+    return undefined;
+  }
+}
+
+function nonEmpty(raw: string): string | undefined {
+  const v = raw.trim();
+  return v.length > 0 ? v : undefined;
+}
+
+// Declared as a tuple of typed options so each parser is checked against its key.
+export const OPTIONS = [
+  {
+    key: "dataDir",
+    env: "SEXTANT_DATA_DIR",
+    flag: "--data-dir",
+    unit: "path",
+    defaultText: "./data",
+    description: "Directory for the metadata database, the write-ahead log and event partitions.",
+    accepts: "a directory path",
+    fallback: () => "./data",
+    parse: nonEmpty,
+  } satisfies Option<"dataDir">,
+  {
+    key: "host",
+    env: "SEXTANT_HOST",
+    flag: "--host",
+    unit: "address",
+    defaultText: "0.0.0.0",
+    description: "Interface the listeners bind to.",
+    accepts: "a host name or IP address",
+    fallback: () => "0.0.0.0",
+    parse: nonEmpty,
+  } satisfies Option<"host">,
+  {
+    key: "port",
+    env: "SEXTANT_PORT",
+    flag: "--port",
+    unit: "TCP port",
+    defaultText: "8080",
+    description: "Port of the dashboard API, which also serves ingest. 0 picks a free port.",
+    accepts: "an integer from 0 to 65535",
+    fallback: () => 8080,
+    parse: int(0, 65535),
+  } satisfies Option<"port">,
+  {
+    key: "ingestPort",
+    env: "SEXTANT_INGEST_PORT",
+    flag: "--ingest-port",
+    unit: "TCP port",
+    defaultText: "unset (no second listener)",
+    description: "Optional second listener that serves only ingest and /healthz.",
+    accepts: "an integer from 0 to 65535",
+    fallback: () => null,
+    parse: int(0, 65535),
+  } satisfies Option<"ingestPort">,
+  {
+    key: "publicUrl",
+    env: "SEXTANT_PUBLIC_URL",
+    flag: "--public-url",
+    unit: "URL",
+    defaultText: "http://localhost:<port>",
+    description: "Address users reach the service at; used in sign-in, invitation and download links.",
+    accepts: "an http:// or https:// URL",
+    fallback: (c) => `http://localhost:${c.port ?? 8080}`,
+    parse: url,
+  } satisfies Option<"publicUrl">,
+  {
+    key: "trustProxy",
+    env: "SEXTANT_TRUST_PROXY",
+    flag: "--trust-proxy",
+    unit: "boolean",
+    defaultText: "false",
+    description: "Take the client address from X-Forwarded-For (set it only behind a reverse proxy).",
+    accepts: "true or false",
+    fallback: () => false,
+    parse: bool,
+  } satisfies Option<"trustProxy">,
+  {
+    key: "log",
+    env: "SEXTANT_LOG",
+    flag: "--log",
+    unit: "format",
+    defaultText: "pretty on a terminal, json otherwise",
+    description: "Log format: one line per request and per event of note.",
+    accepts: "json, pretty or silent",
+    fallback: () => (process.stdout.isTTY ? "pretty" : "json"),
+    parse: (raw: string) => {
+      const v = raw.trim().toLowerCase();
+      return v === "json" || v === "pretty" || v === "silent" ? v : undefined;
+    },
+  } satisfies Option<"log">,
+] as const;
+
+type AnyOption = Option<keyof Config>;
+
+/**
+ * Reads options from flags (first) and environment variables (second), else defaults.
+ * `overrides` lets tests and sub-commands set values without touching the process.
+ */
+export function loadConfig(
+  argv: string[] = [],
+  env: Record<string, string | undefined> = process.env,
+  overrides: Partial<Config> = {},
+): Config {
+  const flags = parseFlags(argv);
+  const out: Partial<Config> = {};
+  for (const opt of OPTIONS as readonly AnyOption[]) {
+    if (opt.key in overrides) {
+      (out as Record<string, unknown>)[opt.key] = overrides[opt.key];
+      continue;
+    }
+    const fromFlag = flags.get(opt.flag);
+    const raw = fromFlag ?? env[opt.env];
+    const source = fromFlag !== undefined ? opt.flag : opt.env;
+    if (raw === undefined || (fromFlag === undefined && raw === "")) continue;
+    const value = opt.parse(raw);
+    if (value === undefined) {
+      throw new ConfigError(`${source} must be ${opt.accepts} (got ${JSON.stringify(raw)})`);
+    }
+    (out as Record<string, unknown>)[opt.key] = value;
+  }
+  for (const opt of OPTIONS as readonly AnyOption[]) {
+    if (!(opt.key in out)) (out as Record<string, unknown>)[opt.key] = opt.fallback(out);
+  }
+  return out as Config;
+}
+
+const KNOWN_FLAGS = new Set((OPTIONS as readonly AnyOption[]).map((o) => o.flag));
+
+/** `--port 80`, `--port=80`; a boolean flag alone (`--trust-proxy`) means true. */
+export function parseFlags(argv: string[]): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith("--")) continue;
+    const eq = arg.indexOf("=");
+    const name = eq === -1 ? arg : arg.slice(0, eq);
+    if (!KNOWN_FLAGS.has(name)) throw new ConfigError(`unknown option ${name} (see sextant --help)`);
+    if (eq !== -1) {
+      flags.set(name, arg.slice(eq + 1));
+    } else if (name === "--trust-proxy") {
+      flags.set(name, "true");
+    } else {
+      const next = argv[i + 1];
+      if (next === undefined || next.startsWith("--")) throw new ConfigError(`${name} needs a value`);
+      flags.set(name, next);
+      i++;
+    }
+  }
+  return flags;
+}
+
+/** The option table as Markdown rows, for `--help` and the README check. */
+export function optionTable(): string {
+  const rows = (OPTIONS as readonly AnyOption[]).map(
+    (o) => `| \`${o.env}\` | \`${o.flag}\` | ${o.unit} | ${o.defaultText} | ${o.description} |`,
+  );
+  return ["| Variable | Flag | Unit | Default | Meaning |", "|---|---|---|---|---|", ...rows].join("\n");
+}

@@ -1,0 +1,72 @@
+// Numbered schema migrations of the metadata store, applied in order at start-up.
+// Append new entries; never edit one that has shipped (databases in the field ran it).
+// Times are integer milliseconds since the epoch (UTC); views format them as ISO 8601.
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: "accounts, orgs, apps, keys, tokens, jobs",
+    sql: `
+      CREATE TABLE users (
+        id          INTEGER PRIMARY KEY,
+        email       TEXT NOT NULL UNIQUE COLLATE NOCASE,
+        name        TEXT,
+        created_at  INTEGER NOT NULL
+      );
+      CREATE TABLE orgs (
+        id          INTEGER PRIMARY KEY,
+        name        TEXT NOT NULL,
+        plan        TEXT NOT NULL DEFAULT 'free',
+        created_at  INTEGER NOT NULL,
+        deleted_at  INTEGER
+      );
+      CREATE TABLE members (
+        org_id      INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+        user_id     INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        role        TEXT NOT NULL CHECK (role IN ('owner','admin','member','viewer')),
+        created_at  INTEGER NOT NULL,
+        PRIMARY KEY (org_id, user_id)
+      );
+      CREATE INDEX members_by_user ON members(user_id);
+      CREATE TABLE apps (
+        id                     INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 2147483647),
+        org_id                 INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+        kind                   TEXT NOT NULL CHECK (kind IN ('app','web')),
+        name                   TEXT NOT NULL,
+        origins                TEXT NOT NULL DEFAULT '[]',
+        paused                 INTEGER NOT NULL DEFAULT 0,
+        forwarding_secret_hash BLOB,
+        created_at             INTEGER NOT NULL,
+        deleted_at             INTEGER
+      );
+      CREATE INDEX apps_by_org ON apps(org_id);
+      CREATE TABLE app_keys (
+        key         TEXT PRIMARY KEY,
+        app_id      INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        created_at  INTEGER NOT NULL,
+        revoked_at  INTEGER
+      );
+      CREATE INDEX app_keys_by_app ON app_keys(app_id);
+      CREATE TABLE jobs (
+        id          INTEGER PRIMARY KEY,
+        org_id      INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+        app_id      INTEGER,
+        kind        TEXT NOT NULL,
+        state       TEXT NOT NULL CHECK (state IN ('pending','running','done','failed')),
+        params      TEXT NOT NULL DEFAULT '{}',
+        result      TEXT,
+        error       TEXT,
+        created_at  INTEGER NOT NULL,
+        started_at  INTEGER,
+        finished_at INTEGER
+      );
+      CREATE INDEX jobs_by_state ON jobs(state);
+    `,
+  },
+];

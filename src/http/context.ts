@@ -1,0 +1,14 @@
+// What every route module receives: the parts the app is built from.
+// Built once in src/app.ts; routes never construct their own.
+
+import type { Config } from "../config.ts";
+import type { Db } from "../domain/db.ts";
+import type { Logger } from "../log.ts";
+
+export interface Services {
+  config: Config;
+  db: Db;
+  log: Logger;
+  /** Milliseconds since the epoch; tests drive it to move time without waiting. */
+  now: () => number;
+}

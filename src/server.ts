@@ -1,0 +1,78 @@
+// Starts the service: opens the stores, builds the apps, binds the listeners, and
+// knows how to stop in order (stop accepting, finish in-flight requests, flush, close).
+
+import type { Server } from "bun";
+import type { Config } from "./config.ts";
+import { openDb } from "./domain/db.ts";
+import { createLogger, type Logger, type Sink } from "./log.ts";
+import { buildApi, buildIngest } from "./app.ts";
+import type { Services } from "./http/context.ts";
+import { errorResponse } from "./http/errors.ts";
+
+export interface RunningServer {
+  /** Base URL of the main listener, e.g. http://127.0.0.1:8080 */
+  url: string;
+  /** Base URL of the ingest-only listener, or the main one when none is configured. */
+  ingestUrl: string;
+  services: Services;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  logSink?: Sink;
+  logger?: Logger;
+  now?: () => number;
+}
+
+// Bun's default is 128 MiB; nothing we accept is near that, so refuse early.
+const MAX_REQUEST_BODY = 2 * 1024 * 1024;
+
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
+  const log = opts.logger ?? createLogger(config.log, opts.logSink);
+  const db = openDb(config.dataDir);
+  const services: Services = { config, db, log, now: opts.now ?? Date.now };
+
+  const listen = (fetch: (req: Request, server: Server<undefined>) => Response | Promise<Response>, port: number) =>
+    Bun.serve({
+      hostname: config.host,
+      port,
+      fetch,
+      maxRequestBodySize: MAX_REQUEST_BODY,
+      // Never Bun's development error page: it would show source and stack to clients.
+      development: false,
+      error(err) {
+        log.error("unhandled error outside the app", { error: err.message });
+        return errorResponse(500, "internal_error", "Something went wrong on our side; it has been logged.");
+      },
+    });
+
+  const api = buildApi(services);
+  const main = listen((req) => api.handle(req), config.port);
+  let ingest: Server<undefined> | undefined;
+  if (config.ingestPort !== null) {
+    const ingestApp = buildIngest(services);
+    ingest = listen((req) => ingestApp.handle(req), config.ingestPort);
+  }
+
+  const url = `http://${displayHost(config.host)}:${main.port}`;
+  // With port 0 the default public URL could not name the real port until now.
+  if (config.publicUrl.endsWith("://localhost:0")) config.publicUrl = `http://localhost:${main.port}`;
+  const ingestUrl = ingest ? `http://${displayHost(config.host)}:${ingest.port}` : url;
+  log.info("listening", { url, ingest_url: ingestUrl, data_dir: config.dataDir });
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      // stop(false): refuse new connections, let in-flight requests finish.
+      await Promise.all([main.stop(false), ingest?.stop(false)]);
+      db.close();
+      log.info("stopped");
+    })());
+
+  return { url, ingestUrl, services, stop };
+}
+
+function displayHost(host: string): string {
+  if (host === "0.0.0.0" || host === "::") return "127.0.0.1";
+  return host.includes(":") ? `[${host}]` : host;
+}

@@ -1,0 +1,52 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { spawnSextant } from "./helpers/process.ts";
+
+const entry = join(import.meta.dir, "..", "bin", "sextant.ts");
+const tmp = () => mkdtempSync(join(tmpdir(), "sextant-cli-"));
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const r = Bun.spawnSync([process.execPath, entry, ...args], { env: { ...process.env, ...env }, stdin: "ignore" });
+  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+describe("sextant command line", () => {
+  test("a bad SEXTANT_PORT stops the start with one clear line", () => {
+    const r = run([], { SEXTANT_PORT: "eighty", SEXTANT_DATA_DIR: tmp() });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual(['sextant: SEXTANT_PORT must be an integer from 0 to 65535 (got "eighty")']);
+  });
+
+  test("--help lists the commands and every option", () => {
+    const r = run(["--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("sextant [serve]");
+    expect(r.stdout).toContain("SEXTANT_DATA_DIR");
+    expect(r.stdout).toContain("--ingest-port");
+  });
+
+  test("an unknown command is refused", () => {
+    const r = run(["frobnicate"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown command");
+  });
+
+  test("SIGTERM stops accepting, closes the store and exits 0", async () => {
+    const dir = tmp();
+    const p = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: dir });
+    expect((await fetch(p.url + "/healthz")).status).toBe(200);
+    expect(await p.signal("SIGTERM")).toBe(0);
+    expect(p.output()).toContain('"msg":"stopped"');
+    // SQLite removes the -wal file when the last connection closes cleanly.
+    expect(existsSync(join(dir, "sextant.db"))).toBe(true);
+    expect(existsSync(join(dir, "sextant.db-wal"))).toBe(false);
+    await expect(fetch(p.url + "/healthz")).rejects.toThrow();
+  });
+
+  test("SIGINT exits 0 too", async () => {
+    const p = await spawnSextant([process.execPath, entry], { SEXTANT_DATA_DIR: tmp() });
+    expect(await p.signal("SIGINT")).toBe(0);
+  });
+});

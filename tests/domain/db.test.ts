@@ -1,0 +1,55 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openDb, migrate } from "../../src/domain/db.ts";
+import { MIGRATIONS } from "../../src/domain/migrations.ts";
+
+const tmp = () => mkdtempSync(join(tmpdir(), "sextant-db-"));
+
+describe("metadata store", () => {
+  test("opens in WAL mode with foreign keys and every migration applied", () => {
+    const db = openDb(tmp());
+    expect((db.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode).toBe("wal");
+    expect((db.query("PRAGMA foreign_keys").get() as { foreign_keys: number }).foreign_keys).toBe(1);
+    const newest = Math.max(...MIGRATIONS.map((m) => m.version));
+    expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(newest);
+    db.close();
+  });
+
+  test("re-opening applies nothing twice and keeps rows", () => {
+    const dir = tmp();
+    const db = openDb(dir);
+    db.run("INSERT INTO orgs (name, created_at) VALUES ('acme', 1)");
+    db.close();
+    const again = openDb(dir);
+    expect(migrate(again, MIGRATIONS)).toBe(0);
+    expect((again.query("SELECT count(*) AS n FROM orgs").get() as { n: number }).n).toBe(1);
+    again.close();
+  });
+
+  test("a failing migration rolls back whole and leaves the version", () => {
+    const dir = tmp();
+    const db = openDb(dir);
+    const before = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
+    const bad = [...MIGRATIONS, { version: before + 1, name: "bad", sql: "CREATE TABLE t1 (x); CREATE TABLE nope (" }];
+    expect(() => migrate(db, bad)).toThrow();
+    expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(before);
+    expect(db.query("SELECT name FROM sqlite_master WHERE name = 't1'").get()).toBeNull();
+    db.close();
+  });
+
+  test("a data directory from a newer build is refused", () => {
+    const dir = tmp();
+    const db = openDb(dir);
+    db.exec("PRAGMA user_version = 9999");
+    db.close();
+    expect(() => openDb(dir)).toThrow("newer Sextant");
+  });
+
+  test("foreign keys are enforced", () => {
+    const db = openDb(tmp());
+    expect(() => db.run("INSERT INTO apps (org_id, kind, name, created_at) VALUES (42, 'app', 'x', 1)")).toThrow();
+    db.close();
+  });
+});

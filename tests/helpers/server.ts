@@ -1,0 +1,59 @@
+// The one helper every black-box HTTP test uses: a real server on an ephemeral port
+// over a fresh temporary data directory, with its log lines captured for inspection.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig, type Config } from "../../src/config.ts";
+import { startServer, type RunningServer } from "../../src/server.ts";
+
+export interface TestServer {
+  url: string;
+  ingestUrl: string;
+  dataDir: string;
+  logs: string[];
+  server: RunningServer;
+  /** fetch against the dashboard API: path is relative to /api/v1. */
+  api(path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
+  /** fetch against any path of the main listener. */
+  req(path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+export async function startTestServer(config: Partial<Config> = {}): Promise<TestServer> {
+  const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), "sextant-test-"));
+  const logs: string[] = [];
+  const cfg = loadConfig([], {}, { host: "127.0.0.1", port: 0, log: "json", ...config, dataDir });
+  const server = await startServer(cfg, { logSink: (line) => logs.push(line) });
+  const req = (path: string, init: RequestInit & { json?: unknown } = {}) => {
+    const { json, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (json !== undefined) {
+      headers.set("content-type", "application/json");
+      rest.body = JSON.stringify(json);
+    }
+    return fetch(server.url + path, { ...rest, headers });
+  };
+  return {
+    url: server.url,
+    ingestUrl: server.ingestUrl,
+    dataDir,
+    logs,
+    server,
+    req,
+    api: (path, init) => req("/api/v1" + path, init),
+    async stop() {
+      await server.stop();
+      if (!config.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Reads a JSON body and asserts the one error shape, returning its code. */
+export async function errorCode(res: Response): Promise<string> {
+  const body = (await res.json()) as { error?: { code?: unknown; message?: unknown } };
+  if (typeof body?.error?.code !== "string" || typeof body.error.message !== "string") {
+    throw new Error(`not the error body shape: ${JSON.stringify(body)}`);
+  }
+  return body.error.code;
+}
