@@ -3,11 +3,16 @@
 // `ingest` is the same ingest surface alone, for the optional second listener.
 
 import { Elysia } from "elysia";
-import { openapi } from "@elysiajs/openapi";
 import { errorPlugin } from "./http/errors.ts";
 import { healthRoutes } from "./http/health.ts";
 import { requestLog } from "./http/request-log.ts";
 import type { Services } from "./http/context.ts";
+import { authPlugin, routeAccessTable, SESSION_COOKIE } from "./http/auth.ts";
+import { signInRoutes } from "./http/routes/signin.ts";
+import { orgRoutes } from "./http/routes/orgs.ts";
+import { appRoutes } from "./http/routes/apps.ts";
+import { pageRoutes } from "./http/pages.ts";
+import { openapiDoc } from "./http/openapi.ts";
 
 export const API_PREFIX = "/api/v1";
 export const VERSION = "0.1.0";
@@ -33,40 +38,34 @@ function methodLookup(getRoutes: () => { method: string; path: string }[]) {
   };
 }
 
+type Routes = () => { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[];
+
 function base(svc: Services) {
-  let routes: () => { method: string; path: string }[] = () => [];
-  const app = new Elysia({ normalize: true })
+  let routes: Routes = () => [];
+  const app = new Elysia({
+    normalize: true,
+    cookie: { secrets: svc.cookieSecret, sign: [SESSION_COOKIE] },
+  })
     .use(requestLog(svc.log))
     .use(errorPlugin(svc.log, methodLookup(() => routes())));
-  routes = () => app.routes;
-  return app;
+  routes = () => app.routes as ReturnType<Routes>;
+  return { app, routes: () => routes() };
 }
 
 export function buildApi(svc: Services) {
-  return base(svc)
-    .use(
-      openapi({
-        path: `${API_PREFIX}/docs`,
-        specPath: `${API_PREFIX}/openapi.json`,
-        // No third-party CDN page: the JSON document is the product surface.
-        provider: null,
-        documentation: {
-          info: {
-            title: "Sextant dashboard API",
-            version: VERSION,
-            description:
-              "Statistics, apps, keys, orgs, members, invitations, tokens, exports and billing. " +
-              "Errors always answer {\"error\":{\"code\",\"message\"}}.",
-          },
-          servers: [{ url: svc.config.publicUrl }],
-        },
-      }),
-    )
-    .use(healthRoutes());
+  const { app, routes } = base(svc);
+  const auth = authPlugin(svc, routeAccessTable(routes));
+  return app
+    .use(openapiDoc(svc, VERSION))
+    .use(healthRoutes())
+    .use(pageRoutes())
+    .use(signInRoutes(svc, auth))
+    .use(orgRoutes(svc, auth))
+    .use(appRoutes(svc, auth));
 }
 
 export function buildIngest(svc: Services) {
-  return base(svc).use(healthRoutes());
+  return base(svc).app.use(healthRoutes());
 }
 
 export type ApiApp = ReturnType<typeof buildApi>;

@@ -13,6 +13,10 @@ export interface Config {
   publicUrl: string;
   trustProxy: boolean;
   log: LogFormat;
+  smtpUrl: string | null;
+  smtpFrom: string;
+  signup: "open" | "invite";
+  cookieSecret: string | null;
 }
 
 /** A bad value: the message is one line naming the variable and what it accepts. */
@@ -146,6 +150,60 @@ export const OPTIONS = [
       return v === "json" || v === "pretty" || v === "silent" ? v : undefined;
     },
   } satisfies Option<"log">,
+  {
+    key: "smtpUrl",
+    env: "SEXTANT_SMTP_URL",
+    flag: "--smtp-url",
+    unit: "URL",
+    defaultText: "unset (links are written to the log)",
+    description: "Mail server for sign-in and invitation links, e.g. smtps://user:pass@mail.example.com:465.",
+    accepts: "an smtp:// or smtps:// URL",
+    fallback: () => null,
+    parse: (raw: string) => {
+      try {
+        const u = new URL(raw.trim());
+        return u.protocol === "smtp:" || u.protocol === "smtps:" ? raw.trim() : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+  } satisfies Option<"smtpUrl">,
+  {
+    key: "smtpFrom",
+    env: "SEXTANT_SMTP_FROM",
+    flag: "--smtp-from",
+    unit: "address",
+    defaultText: "Sextant <sextant@localhost>",
+    description: "Sender of the mail Sextant sends.",
+    accepts: "a mail address, optionally with a display name",
+    fallback: () => "Sextant <sextant@localhost>",
+    parse: (raw: string) => (/^[^<>@\s]+@[^<>@\s]+$|^[^<>]*<[^<>@\s]+@[^<>@\s]+>$/.test(raw.trim()) ? raw.trim() : undefined),
+  } satisfies Option<"smtpFrom">,
+  {
+    key: "signup",
+    env: "SEXTANT_SIGNUP",
+    flag: "--signup",
+    unit: "mode",
+    defaultText: "open",
+    description: "open: any address may sign in and create orgs; invite: only existing users and invited addresses.",
+    accepts: "open or invite",
+    fallback: () => "open",
+    parse: (raw: string) => {
+      const v = raw.trim().toLowerCase();
+      return v === "open" || v === "invite" ? v : undefined;
+    },
+  } satisfies Option<"signup">,
+  {
+    key: "cookieSecret",
+    env: "SEXTANT_COOKIE_SECRET",
+    flag: "--cookie-secret",
+    unit: "string",
+    defaultText: "generated once and kept in the data directory",
+    description: "Key that signs session cookies. Changing it signs everyone out.",
+    accepts: "a string of at least 32 characters",
+    fallback: () => null,
+    parse: (raw: string) => (raw.length >= 32 ? raw : undefined),
+  } satisfies Option<"cookieSecret">,
 ] as const;
 
 type AnyOption = Option<keyof Config>;

@@ -8,6 +8,11 @@ import { createLogger, type Logger, type Sink } from "./log.ts";
 import { buildApi, buildIngest } from "./app.ts";
 import type { Services } from "./http/context.ts";
 import { errorResponse } from "./http/errors.ts";
+import { rememberAddress } from "./http/client.ts";
+import { createMailer } from "./mail.ts";
+import { SignIn } from "./domain/signin.ts";
+import { getOrCreateSetting } from "./domain/settings.ts";
+import { randomToken } from "./util/secrets.ts";
 
 export interface RunningServer {
   /** Base URL of the main listener, e.g. http://127.0.0.1:8080 */
@@ -30,8 +35,7 @@ const MAX_REQUEST_BODY = 2 * 1024 * 1024;
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const log = opts.logger ?? createLogger(config.log, opts.logSink);
   const db = openDb(config.dataDir);
-  const services: Services = { config, db, log, now: opts.now ?? Date.now };
-
+  const now = opts.now ?? Date.now;
   const listen = (fetch: (req: Request, server: Server<undefined>) => Response | Promise<Response>, port: number) =>
     Bun.serve({
       hostname: config.host,
@@ -45,18 +49,36 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         return errorResponse(500, "internal_error", "Something went wrong on our side; it has been logged.");
       },
     });
+  // Bind first: with port 0 the public URL can only name the real port afterwards, and
+  // everything built below (mail links, the same-origin check) must see the final value.
+  // No request is handled before the apps exist: this all runs in one synchronous turn.
+  let handleMain: (req: Request) => Response | Promise<Response> = () => new Response(null, { status: 503 });
+  let handleIngest: (req: Request) => Response | Promise<Response> = handleMain;
+  const main = listen((req, server) => {
+    rememberAddress(req, server.requestIP(req)?.address);
+    return handleMain(req);
+  }, config.port);
+  const ingest =
+    config.ingestPort === null
+      ? undefined
+      : listen((req, server) => {
+          rememberAddress(req, server.requestIP(req)?.address);
+          return handleIngest(req);
+        }, config.ingestPort);
+  if (config.publicUrl.endsWith("://localhost:0")) config.publicUrl = `http://localhost:${main.port}`;
 
+  const mailer = createMailer(config.smtpUrl, config.smtpFrom, log);
+  const cookieSecret = config.cookieSecret ?? getOrCreateSetting(db, "cookie_secret", () => randomToken(32));
+  const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now });
+  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret };
   const api = buildApi(services);
-  const main = listen((req) => api.handle(req), config.port);
-  let ingest: Server<undefined> | undefined;
-  if (config.ingestPort !== null) {
+  handleMain = (req) => api.handle(req);
+  if (ingest) {
     const ingestApp = buildIngest(services);
-    ingest = listen((req) => ingestApp.handle(req), config.ingestPort);
+    handleIngest = (req) => ingestApp.handle(req);
   }
 
   const url = `http://${displayHost(config.host)}:${main.port}`;
-  // With port 0 the default public URL could not name the real port until now.
-  if (config.publicUrl.endsWith("://localhost:0")) config.publicUrl = `http://localhost:${main.port}`;
   const ingestUrl = ingest ? `http://${displayHost(config.host)}:${ingest.port}` : url;
   log.info("listening", { url, ingest_url: ingestUrl, data_dir: config.dataDir });
 
@@ -65,6 +87,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     (stopping ??= (async () => {
       // stop(false): refuse new connections, let in-flight requests finish.
       await Promise.all([main.stop(false), ingest?.stop(false)]);
+      mailer.close();
       db.close();
       log.info("stopped");
     })());

@@ -69,4 +69,66 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX jobs_by_state ON jobs(state);
     `,
   },
+  {
+    version: 2,
+    name: "sign-in links, sessions, invitations, API tokens, funnels, settings",
+    sql: `
+      CREATE TABLE settings (
+        key    TEXT PRIMARY KEY,
+        value  TEXT NOT NULL
+      );
+      -- Secrets are stored only as SHA-256 hashes: a copy of this file signs no one in.
+      CREATE TABLE login_links (
+        token_hash  TEXT PRIMARY KEY,
+        email       TEXT NOT NULL COLLATE NOCASE,
+        created_at  INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        used_at     INTEGER
+      );
+      CREATE INDEX login_links_by_expiry ON login_links(expires_at);
+      CREATE TABLE sessions (
+        id          TEXT PRIMARY KEY,
+        token_hash  TEXT NOT NULL UNIQUE,
+        user_id     INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        created_at  INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        ended_at    INTEGER
+      );
+      CREATE INDEX sessions_by_user ON sessions(user_id);
+      CREATE TABLE invitations (
+        id          TEXT PRIMARY KEY,
+        org_id      INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+        email       TEXT NOT NULL COLLATE NOCASE,
+        role        TEXT NOT NULL CHECK (role IN ('owner','admin','member','viewer')),
+        token_hash  TEXT NOT NULL UNIQUE,
+        invited_by  INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        created_at  INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        state       TEXT NOT NULL CHECK (state IN ('pending','withdrawn','replaced','used'))
+      );
+      CREATE INDEX invitations_by_org ON invitations(org_id, state);
+      CREATE INDEX invitations_by_email ON invitations(email, state);
+      CREATE TABLE api_tokens (
+        id          INTEGER PRIMARY KEY,
+        org_id      INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+        name        TEXT NOT NULL,
+        token_hash  TEXT NOT NULL UNIQUE,
+        created_by  INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        created_at  INTEGER NOT NULL,
+        revoked_at  INTEGER
+      );
+      CREATE INDEX api_tokens_by_org ON api_tokens(org_id);
+      CREATE TABLE funnels (
+        id              INTEGER PRIMARY KEY,
+        app_id          INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        name            TEXT NOT NULL,
+        steps           TEXT NOT NULL,
+        window_seconds  INTEGER NOT NULL,
+        breakdown       TEXT,
+        created_by      INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        created_at      INTEGER NOT NULL
+      );
+      CREATE INDEX funnels_by_app ON funnels(app_id);
+    `,
+  },
 ];

@@ -4,6 +4,8 @@
 import type { Config } from "../config.ts";
 import type { Db } from "../domain/db.ts";
 import type { Logger } from "../log.ts";
+import type { Mailer } from "../mail.ts";
+import type { SignIn } from "../domain/signin.ts";
 
 export interface Services {
   config: Config;
@@ -11,4 +13,8 @@ export interface Services {
   log: Logger;
   /** Milliseconds since the epoch; tests drive it to move time without waiting. */
   now: () => number;
+  mailer: Mailer;
+  signIn: SignIn;
+  /** Key that signs session cookies (configured, or generated once and kept in the store). */
+  cookieSecret: string;
 }

@@ -4,6 +4,7 @@
 
 import { Elysia, type ValidationError } from "elysia";
 import type { Logger } from "../log.ts";
+import { DomainError, type ErrorKind } from "../domain/errors.ts";
 
 export interface ErrorBody {
   error: { code: string; message: string };
@@ -19,6 +20,22 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+const KIND_STATUS: Record<ErrorKind, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  gone: 410,
+  rate_limited: 429,
+  unavailable: 503,
+};
+
+export function domainErrorResponse(e: DomainError): Response {
+  const headers: Record<string, string> = e.retryAfter ? { "retry-after": String(e.retryAfter) } : {};
+  return errorResponse(KIND_STATUS[e.kind], e.code, e.message, headers);
 }
 
 export function errorResponse(
@@ -63,6 +80,7 @@ export function errorPlugin(log: Logger, methodsFor: (path: string) => string[])
 
   function toResponse({ code, error, request, path }: { code: string | number; error: unknown; request: Request; path: string }): Response {
     if (error instanceof ApiError) return errorResponse(error.status, error.code, error.message, error.headers);
+    if (error instanceof DomainError) return domainErrorResponse(error);
     switch (code) {
       case "VALIDATION": {
         const { message } = describeValidation(error as ValidationError);

@@ -2,6 +2,7 @@
 // the declaration gives the TypeScript type, the runtime check and the OpenAPI entry.
 
 import { t } from "elysia";
+import { Type } from "@sinclair/typebox";
 
 export const ErrorBody = t.Object(
   {
@@ -16,3 +17,133 @@ export type ErrorBody = typeof ErrorBody.static;
 
 export const Health = t.Object({ status: t.Literal("ok") }, { title: "Health" });
 export type Health = typeof Health.static;
+
+// Elysia's t.Integer also accepts numeric strings (right for path parameters, which are
+// text); bodies and responses use TypeBox's strict integer so JSON "5" is refused and
+// the OpenAPI document says "integer".
+const Int = Type.Integer;
+
+const named = <T extends object>(title: string, o: T) => ({ title, ...o });
+const Iso = (description?: string) => t.String({ format: "date-time", description });
+const Role = t.Union([t.Literal("owner"), t.Literal("admin"), t.Literal("member"), t.Literal("viewer")], { title: "Role" });
+const Name = t.String({ minLength: 1, maxLength: 100 });
+// Request bodies refuse unknown fields so a typo ("pasued") is a 400, not a silent no-op.
+const strict = { additionalProperties: false } as const;
+
+// Path parameters.
+export const AppIdParams = t.Object({ id: t.Integer({ minimum: 1, maximum: 2147483647, description: "App id (int32)" }) });
+export const OrgIdParams = t.Object({ id: t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "Org id (int64)" }) });
+
+// Sign-in and sessions.
+export const LinkRequest = t.Object({ email: t.String({ maxLength: 320 }) }, named("LinkRequest", strict));
+export const VerifyRequest = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, named("VerifyRequest", strict));
+export const LinkInfo = t.Object({ email: t.String() }, named("LinkInfo", {}));
+export const SessionInfo = t.Object(
+  { id: t.String(), created_at: Iso(), expires_at: Iso(), current: t.Boolean() },
+  named("SessionInfo", {}),
+);
+export const Me = t.Object(
+  {
+    user: t.Object({ id: Int(), email: t.String(), name: t.Nullable(t.String()), created_at: Iso() }),
+    orgs: t.Array(t.Object({ id: Int(), name: t.String(), plan: t.String(), role: Role })),
+  },
+  named("Me", {}),
+);
+
+// Orgs, members, invitations, tokens.
+export const NewOrg = t.Object({ name: Name }, named("NewOrg", strict));
+export const OrgCreated = t.Object({ id: Int() }, named("OrgCreated", {}));
+export const OrgChange = t.Object({ name: Name }, named("OrgChange", strict));
+export const OrgView = t.Object({ id: Int(), name: t.String() }, named("OrgView", {}));
+export const DeleteOrg = t.Object({ confirm: t.String({ description: "The org's name typed back." }) }, named("DeleteOrg", strict));
+export const Member = t.Object(
+  { user_id: Int(), email: t.String(), name: t.Nullable(t.String()), role: Role },
+  named("Member", {}),
+);
+export const RoleChange = t.Object({ role: Role }, named("RoleChange", strict));
+export const NewInvitation = t.Object({ email: t.String({ maxLength: 320 }), role: Role }, named("NewInvitation", strict));
+export const InvitationView = t.Object(
+  { id: t.String(), email: t.String(), role: Role, expires_at: Iso() },
+  named("InvitationView", {}),
+);
+export const InvitationInfo = t.Object({ email: t.String(), org_name: t.String(), role: Role }, named("InvitationInfo", {}));
+export const AcceptInvitation = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, named("AcceptInvitation", strict));
+export const Joined = t.Object({ org_id: Int() }, named("Joined", {}));
+export const NewToken = t.Object({ name: Name }, named("NewToken", strict));
+export const TokenView = t.Object({ id: Int(), name: t.String(), created_at: Iso() }, named("TokenView", {}));
+export const CreatedToken = t.Object(
+  { id: Int(), name: t.String(), token: t.String({ description: "The token value: shown this once only." }), created_at: Iso() },
+  named("CreatedToken", {}),
+);
+
+// Apps and keys.
+const Kind = t.Union([t.Literal("app"), t.Literal("web")]);
+export const AppView = t.Object(
+  {
+    id: Int(),
+    org_id: Int(),
+    kind: Kind,
+    name: t.String(),
+    origins: t.Array(t.String(), { description: "Web only: origins allowed to send events." }),
+    paused: t.Boolean(),
+    has_forwarding_secret: t.Boolean(),
+    created_at: Iso(),
+  },
+  named("AppView", {}),
+);
+export const NewApp = t.Object(
+  { kind: Kind, name: Name, org_id: Int({ minimum: 1 }), origins: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 50 })) },
+  named("NewApp", strict),
+);
+export const CreatedApp = t.Object({ app: AppView, key: t.String() }, named("CreatedApp", {}));
+export const AppChange = t.Object(
+  {
+    name: t.Optional(t.Nullable(Name)),
+    origins: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 50 })),
+    paused: t.Optional(t.Nullable(t.Boolean())),
+  },
+  named("AppChange", strict),
+);
+export const AppDeleted = t.Object(
+  { id: Int(), deleted_at: Iso(), restore_until: Iso("POST /apps/{id}/restore works until then.") },
+  named("AppDeleted", {}),
+);
+export const KeyView = t.Object({ key: t.String(), created_at: Iso(), revoked_at: t.Optional(t.Nullable(Iso())) }, named("KeyView", {}));
+export const NewKey = t.Object({ key: t.String() }, named("NewKey", {}));
+export const ForwardingSecret = t.Object(
+  { secret: t.String({ description: "Shown once; the previous secret stops working." }) },
+  named("ForwardingSecret", {}),
+);
+
+// Funnels and jobs.
+export const FunnelView = t.Object(
+  {
+    id: Int(),
+    name: t.String(),
+    steps: t.Array(t.String()),
+    window_seconds: Int(),
+    breakdown: t.Optional(t.Nullable(t.String())),
+    created_at: Iso(),
+  },
+  named("FunnelView", {}),
+);
+export const NewSavedFunnel = t.Object(
+  {
+    name: Name,
+    steps: t.Array(t.String({ maxLength: 64 }), { minItems: 2, maxItems: 10 }),
+    window_seconds: t.Optional(Int({ minimum: 1, maximum: 2678400, default: 86400 })),
+    breakdown: t.Optional(t.Nullable(t.String({ maxLength: 80 }))),
+  },
+  named("NewSavedFunnel", strict),
+);
+export const JobView = t.Object(
+  {
+    id: Int(),
+    kind: t.String(),
+    state: t.Union([t.Literal("pending"), t.Literal("running"), t.Literal("done"), t.Literal("failed")]),
+    created_at: Iso(),
+    result: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown()))),
+    error: t.Optional(t.Nullable(t.String())),
+  },
+  named("JobView", {}),
+);

@@ -1,0 +1,65 @@
+// Who may act on what: resolves an actor's role in an org and loads orgs and apps for
+// an actor with a minimum role. A resource in an org the actor is not part of is
+// "not found" (never reveal that it exists); a known one beyond the role is "forbidden".
+
+import type { Db } from "./db.ts";
+import { forbidden, notFound } from "./errors.ts";
+import { atLeast, TOKEN_ROLE, type Actor, type Role } from "./roles.ts";
+
+export interface OrgRow {
+  id: number;
+  name: string;
+  plan: string;
+  created_at: number;
+  deleted_at: number | null;
+}
+
+export interface AppRow {
+  id: number;
+  org_id: number;
+  kind: "app" | "web";
+  name: string;
+  origins: string;
+  paused: number;
+  forwarding_secret_hash: string | null;
+  created_at: number;
+  deleted_at: number | null;
+}
+
+export function roleIn(db: Db, actor: Actor, orgId: number): Role | null {
+  if (actor.kind === "token") return actor.orgId === orgId ? TOKEN_ROLE : null;
+  const row = db
+    .query<{ role: Role }, [number, number]>(
+      "SELECT m.role FROM members m JOIN orgs o ON o.id = m.org_id WHERE m.org_id = ? AND m.user_id = ? AND o.deleted_at IS NULL",
+    )
+    .get(orgId, actor.userId);
+  return row?.role ?? null;
+}
+
+export function requireOrg(db: Db, actor: Actor, orgId: number, min: Role): { org: OrgRow; role: Role } {
+  const org = db.query<OrgRow, [number]>("SELECT * FROM orgs WHERE id = ? AND deleted_at IS NULL").get(orgId);
+  const role = org ? roleIn(db, actor, orgId) : null;
+  if (!org || !role) throw notFound("org");
+  if (!atLeast(role, min)) throw forbidden(`This needs the ${min} role in the org; you are ${role}.`);
+  return { org, role };
+}
+
+export function requireApp(
+  db: Db,
+  actor: Actor,
+  appId: number,
+  min: Role,
+  opts: { deleted?: boolean } = {},
+): { app: AppRow; role: Role } {
+  const app = db
+    .query<AppRow, [number]>(
+      `SELECT a.* FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = ? AND o.deleted_at IS NULL AND ${
+        opts.deleted ? "a.deleted_at IS NOT NULL" : "a.deleted_at IS NULL"
+      }`,
+    )
+    .get(appId);
+  const role = app ? roleIn(db, actor, app.org_id) : null;
+  if (!app || !role) throw notFound("app");
+  if (!atLeast(role, min)) throw forbidden(`This needs the ${min} role in the app's org; you are ${role}.`);
+  return { app, role };
+}

@@ -1,0 +1,138 @@
+// Apps (kind app) and sites (kind web), each created with its first public key.
+// Deleting one stops its keys at once and keeps its data for a 7-day undo window
+// (POST /apps/{id}/restore); the purge job removes app and data after that.
+
+import type { Db } from "./db.ts";
+import { requireApp, requireOrg, type AppRow } from "./access.ts";
+import { conflict, invalid } from "./errors.ts";
+import { cleanName } from "./orgs.ts";
+import type { Actor } from "./roles.ts";
+import { randomToken, sha256 } from "../util/secrets.ts";
+import { DAY, iso } from "./time.ts";
+import { newKey } from "./keys.ts";
+
+export const UNDO_WINDOW_MS = 7 * DAY;
+export const MAX_ORIGINS = 50;
+
+export type AppKind = "app" | "web";
+
+export const appView = (a: AppRow) => ({
+  id: a.id,
+  org_id: a.org_id,
+  kind: a.kind,
+  name: a.name,
+  origins: JSON.parse(a.origins) as string[],
+  paused: a.paused === 1,
+  has_forwarding_secret: a.forwarding_secret_hash !== null,
+  created_at: iso(a.created_at),
+});
+
+/**
+ * scheme://host[:port], optionally *.host for any subdomain; lower-cased, no path.
+ * Returns the normalised origin or null.
+ */
+export function normalizeOrigin(raw: string): string | null {
+  const m = /^(https?):\/\/(\*\.)?([a-z0-9.-]+|\[[0-9a-f:.]+\])(?::(\d{1,5}))?\/?$/i.exec(raw.trim());
+  if (!m) return null;
+  const [, scheme, wildcard, host, port] = m;
+  const h = host!.toLowerCase();
+  if (!h.startsWith("[") && (h.startsWith(".") || h.endsWith(".") || h.includes("..") || h.startsWith("-"))) return null;
+  if (wildcard && (h.startsWith("[") || !h.includes("."))) return null;
+  if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) return null;
+  const defaultPort = scheme!.toLowerCase() === "https" ? "443" : "80";
+  const p = port === undefined || port === defaultPort ? "" : `:${Number(port)}`;
+  return `${scheme!.toLowerCase()}://${wildcard ?? ""}${h}${p}`;
+}
+
+function cleanOrigins(kind: AppKind, origins: string[] | undefined): string[] {
+  if (origins === undefined) return [];
+  if (kind === "app" && origins.length > 0) {
+    throw invalid("origins_not_allowed", "Origins apply to web sites only; an app (kind app) sends with its key.");
+  }
+  if (origins.length > MAX_ORIGINS) throw invalid("too_many_origins", `At most ${MAX_ORIGINS} origins.`);
+  const out: string[] = [];
+  for (const o of origins) {
+    const n = normalizeOrigin(o);
+    if (!n) {
+      throw invalid("invalid_origin", `Origin ${JSON.stringify(o)} must look like https://example.com, http://localhost:3000 or https://*.example.com.`);
+    }
+    if (!out.includes(n)) out.push(n);
+  }
+  return out;
+}
+
+export function createApp(db: Db, actor: Actor, input: { org_id: number; kind: AppKind; name: string; origins?: string[] }, now: number) {
+  requireOrg(db, actor, input.org_id, "admin");
+  const name = cleanName(input.name, "app name");
+  const origins = cleanOrigins(input.kind, input.origins);
+  return db.transaction(() => {
+    const app = db
+      .query<AppRow, [number, string, string, string, number]>(
+        "INSERT INTO apps (org_id, kind, name, origins, created_at) VALUES (?, ?, ?, ?, ?) RETURNING *",
+      )
+      .get(input.org_id, input.kind, name, JSON.stringify(origins), now)!;
+    const key = newKey(db, app, now);
+    return { app: appView(app), key };
+  })();
+}
+
+export function listApps(db: Db, actor: Actor) {
+  const rows =
+    actor.kind === "token"
+      ? db
+          .query<AppRow, [number]>(
+            "SELECT a.* FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.org_id = ? AND a.deleted_at IS NULL AND o.deleted_at IS NULL ORDER BY a.id",
+          )
+          .all(actor.orgId)
+      : db
+          .query<AppRow, [number]>(
+            `SELECT a.* FROM apps a JOIN orgs o ON o.id = a.org_id JOIN members m ON m.org_id = a.org_id
+             WHERE m.user_id = ? AND a.deleted_at IS NULL AND o.deleted_at IS NULL ORDER BY a.id`,
+          )
+          .all(actor.userId);
+  return rows.map(appView);
+}
+
+export function getApp(db: Db, actor: Actor, appId: number) {
+  return appView(requireApp(db, actor, appId, "viewer").app);
+}
+
+export function updateApp(
+  db: Db,
+  actor: Actor,
+  appId: number,
+  change: { name?: string | null; origins?: string[]; paused?: boolean | null },
+) {
+  const { app } = requireApp(db, actor, appId, "admin");
+  const name = change.name == null ? app.name : cleanName(change.name, "app name");
+  const origins = change.origins === undefined ? app.origins : JSON.stringify(cleanOrigins(app.kind, change.origins));
+  const paused = change.paused == null ? app.paused : change.paused ? 1 : 0;
+  const row = db
+    .query<AppRow, [string, string, number, number]>("UPDATE apps SET name = ?, origins = ?, paused = ? WHERE id = ? RETURNING *")
+    .get(name, origins, paused, appId)!;
+  return appView(row);
+}
+
+export function deleteApp(db: Db, actor: Actor, appId: number, now: number) {
+  requireApp(db, actor, appId, "admin");
+  db.query("UPDATE apps SET deleted_at = ? WHERE id = ?").run(now, appId);
+  return { id: appId, deleted_at: iso(now), restore_until: iso(now + UNDO_WINDOW_MS) };
+}
+
+export function restoreApp(db: Db, actor: Actor, appId: number, now: number) {
+  const { app } = requireApp(db, actor, appId, "admin", { deleted: true });
+  if (app.deleted_at! + UNDO_WINDOW_MS <= now) {
+    throw conflict("undo_window_over", "The 7-day undo window is over; the app is being purged.");
+  }
+  const row = db.query<AppRow, [number]>("UPDATE apps SET deleted_at = NULL WHERE id = ? RETURNING *").get(appId)!;
+  return appView(row);
+}
+
+/** A new forwarding secret (shown once); the previous one stops working at once. */
+export function issueForwardingSecret(db: Db, actor: Actor, appId: number) {
+  const { app } = requireApp(db, actor, appId, "admin");
+  if (app.kind !== "web") throw invalid("not_a_site", "Forwarding secrets are for web sites (kind web).");
+  const secret = randomToken(32, "fs_");
+  db.query("UPDATE apps SET forwarding_secret_hash = ? WHERE id = ?").run(sha256(secret), appId);
+  return { secret };
+}

@@ -1,0 +1,50 @@
+// Read-only org API tokens: `sxt_` + 256 random bits, shown once at creation, stored hashed,
+// revoked at once (every request looks the hash up; there is no cache to go stale).
+
+import type { Db } from "./db.ts";
+import { requireOrg } from "./access.ts";
+import { notFound } from "./errors.ts";
+import { cleanName } from "./orgs.ts";
+import type { Actor } from "./roles.ts";
+import { randomToken, sha256 } from "../util/secrets.ts";
+import { iso } from "./time.ts";
+
+export const TOKEN_PREFIX = "sxt_";
+
+export function createToken(db: Db, actor: Actor, orgId: number, rawName: string, now: number) {
+  requireOrg(db, actor, orgId, "admin");
+  const name = cleanName(rawName, "token name");
+  const token = randomToken(32, TOKEN_PREFIX);
+  const { id } = db
+    .query<{ id: number }, [number, string, string, number | null, number]>(
+      "INSERT INTO api_tokens (org_id, name, token_hash, created_by, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+    )
+    .get(orgId, name, sha256(token), actor.kind === "user" ? actor.userId : null, now)!;
+  return { id, name, token, created_at: iso(now) };
+}
+
+export function listTokens(db: Db, actor: Actor, orgId: number) {
+  requireOrg(db, actor, orgId, "admin");
+  return db
+    .query<{ id: number; name: string; created_at: number }, [number]>(
+      "SELECT id, name, created_at FROM api_tokens WHERE org_id = ? AND revoked_at IS NULL ORDER BY id",
+    )
+    .all(orgId)
+    .map((r) => ({ id: r.id, name: r.name, created_at: iso(r.created_at) }));
+}
+
+export function revokeToken(db: Db, actor: Actor, orgId: number, tokenId: number, now: number): void {
+  requireOrg(db, actor, orgId, "admin");
+  const r = db.query("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND org_id = ? AND revoked_at IS NULL").run(now, tokenId, orgId);
+  if (r.changes === 0) throw notFound("token");
+}
+
+export function resolveToken(db: Db, token: string): { tokenId: number; orgId: number } | null {
+  if (!token.startsWith(TOKEN_PREFIX)) return null;
+  const row = db
+    .query<{ id: number; org_id: number }, [string]>(
+      "SELECT t.id, t.org_id FROM api_tokens t JOIN orgs o ON o.id = t.org_id WHERE t.token_hash = ? AND t.revoked_at IS NULL AND o.deleted_at IS NULL",
+    )
+    .get(sha256(token));
+  return row ? { tokenId: row.id, orgId: row.org_id } : null;
+}

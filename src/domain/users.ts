@@ -1,0 +1,34 @@
+// Users: a person known by mail address. Created at first sign-in.
+
+import type { Db } from "./db.ts";
+import { iso } from "./time.ts";
+
+export interface UserRow {
+  id: number;
+  email: string;
+  name: string | null;
+  created_at: number;
+}
+
+export function getUser(db: Db, id: number): UserRow | null {
+  return db.query<UserRow, [number]>("SELECT * FROM users WHERE id = ?").get(id);
+}
+
+export function findUserByEmail(db: Db, email: string): UserRow | null {
+  return db.query<UserRow, [string]>("SELECT * FROM users WHERE email = ?").get(email);
+}
+
+export function ensureUser(db: Db, email: string, now: number): UserRow {
+  db.query("INSERT INTO users (email, created_at) VALUES (?, ?) ON CONFLICT(email) DO NOTHING").run(email, now);
+  return findUserByEmail(db, email)!;
+}
+
+export const userView = (u: UserRow) => ({ id: u.id, email: u.email, name: u.name, created_at: iso(u.created_at) });
+
+/** Lower-cased and trimmed; null when it is not a plausible mail address. */
+export function normalizeEmail(raw: string): string | null {
+  const e = raw.trim().toLowerCase();
+  if (e.length > 254) return null;
+  // Deliberately simple: one @, a dot in the domain, no spaces or angle brackets.
+  return /^[^\s@<>()",;:]+@[^\s@<>()",;:]+\.[^\s@<>()",;:]+$/.test(e) ? e : null;
+}

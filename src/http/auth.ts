@@ -1,0 +1,100 @@
+// Authentication for the dashboard API, and each route's declared access.
+// A route declares who may call it in its OpenAPI `detail` (x-sextant-access); that same
+// declaration generates docs/permissions.md, and the permission test checks behaviour
+// against it. Credentials: a read-only org API token (Bearer sxt_...) or the session cookie.
+
+import { Elysia } from "elysia";
+import type { Services } from "./context.ts";
+import { ApiError } from "./errors.ts";
+import type { Actor, Role } from "../domain/roles.ts";
+import { resolveToken } from "../domain/tokens.ts";
+import { resolveSession } from "../domain/signin.ts";
+
+export const SESSION_COOKIE = "sextant_session";
+
+/**
+ * public: no credentials; session: a signed-in person (tokens refused);
+ * any: a person or a token; a role: at least that role in the resource's org
+ * (tokens count as viewer).
+ */
+export type Access = "public" | "session" | "any" | Role;
+
+export interface RouteAccess {
+  access: Access;
+  /** True when a token may call it although the method is not GET (stats queries sent by POST). */
+  readOnly: boolean;
+}
+
+/** OpenAPI detail fields that declare a route's access. */
+export function access(a: Access, opts: { readOnly?: boolean } = {}) {
+  return {
+    "x-sextant-access": a,
+    ...(opts.readOnly ? { "x-sextant-read-only": true } : {}),
+    ...(a === "public" ? { security: [] } : {}),
+  };
+}
+
+type RouteList = () => { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[];
+
+export function routeAccessTable(routes: RouteList) {
+  let table: Map<string, RouteAccess> | undefined;
+  return (method: string, path: string): RouteAccess | undefined => {
+    table ??= new Map(
+      routes().map((r) => [
+        `${r.method} ${r.path}`,
+        {
+          access: (r.hooks?.detail?.["x-sextant-access"] as Access | undefined) ?? "public",
+          readOnly: r.hooks?.detail?.["x-sextant-read-only"] === true || r.method === "GET",
+        },
+      ]),
+    );
+    return table.get(`${method} ${path}`);
+  };
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export function authPlugin(svc: Services, lookup: (method: string, path: string) => RouteAccess | undefined) {
+  const publicOrigin = new URL(svc.config.publicUrl).origin;
+  return new Elysia({ name: "sextant/auth" }).derive({ as: "global" }, ({ request, cookie, route, headers }) => {
+    let resolved: Actor | undefined;
+    // Resolved lazily: public routes never read the cookie, so a stale one cannot lock
+    // someone out of signing in again.
+    const actor = (): Actor => {
+      if (resolved) return resolved;
+      const meta = lookup(request.method, route) ?? { access: "session" as Access, readOnly: false };
+      const authz = headers["authorization"];
+      if (authz !== undefined) {
+        const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
+        const tok = m ? resolveToken(svc.db, m[1]!) : null;
+        if (!tok) throw new ApiError(401, "invalid_token", "The API token is unknown or revoked.");
+        if (meta.access === "session") {
+          throw new ApiError(403, "session_required", "This needs a signed-in person; API tokens cannot use it.");
+        }
+        if (!meta.readOnly) throw new ApiError(403, "read_only_token", "API tokens are read-only.");
+        resolved = { kind: "token", orgId: tok.orgId, tokenId: tok.tokenId };
+        return resolved;
+      }
+      const value = cookie[SESSION_COOKIE]?.value;
+      const session = typeof value === "string" && value ? resolveSession(svc.db, value, svc.now()) : null;
+      if (!session) throw new ApiError(401, "unauthenticated", "Sign in, or send an API token as Authorization: Bearer.");
+      if (!SAFE_METHODS.has(request.method)) {
+        // A cross-site form can send neither a custom header nor a same-origin Origin.
+        const origin = headers["origin"];
+        if (!headers["x-requested-with"] && origin !== publicOrigin) {
+          throw new ApiError(403, "csrf", "Requests that change state with the session cookie need the X-Requested-With header.");
+        }
+      }
+      resolved = { kind: "user", userId: session.userId, sessionId: session.sessionId };
+      return resolved;
+    };
+    const user = (): Extract<Actor, { kind: "user" }> => {
+      const a = actor();
+      if (a.kind !== "user") throw new ApiError(403, "session_required", "This needs a signed-in person; API tokens cannot use it.");
+      return a;
+    };
+    return { auth: { actor, user } };
+  });
+}
+
+export type AuthPlugin = ReturnType<typeof authPlugin>;

@@ -1,0 +1,26 @@
+// The client's network address, known only to the listener. Used in memory for rate
+// limits and (later) the daily visitor hash; never stored or logged.
+
+import type { Config } from "../config.ts";
+
+const addresses = new WeakMap<Request, string>();
+
+export function rememberAddress(req: Request, address: string | undefined) {
+  if (address) addresses.set(req, address);
+}
+
+/**
+ * The socket's address, or with SEXTANT_TRUST_PROXY the last X-Forwarded-For entry
+ * (the address the nearest proxy saw; entries before it are client-supplied).
+ */
+export function clientAddress(req: Request, config: Pick<Config, "trustProxy">): string {
+  if (config.trustProxy) {
+    const xff = req.headers.get("x-forwarded-for");
+    if (xff) {
+      const parts = xff.split(",");
+      const last = parts[parts.length - 1]!.trim();
+      if (last) return last;
+    }
+  }
+  return addresses.get(req) ?? "unknown";
+}

@@ -1,0 +1,54 @@
+// The two pages mailed links open: {public_url}/auth/verify?token=... and
+// {public_url}/invitations/accept?token=.... Sextant has no dashboard UI of its own yet;
+// these pages only turn a click into the API call (which needs X-Requested-With, so a
+// link prefetcher cannot burn the token by fetching the page).
+
+import { Elysia } from "elysia";
+
+const page = (title: string, script: string) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>${title}</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}</style>
+</head><body><h1>${title}</h1><p id="msg">Working…</p><p><button id="go" hidden>Continue</button></p>
+<script>
+const token = new URLSearchParams(location.search).get("token") || "";
+const msg = document.getElementById("msg"), go = document.getElementById("go");
+const call = (path, body) => fetch(path, { method: "POST", credentials: "same-origin",
+  headers: { "content-type": "application/json", "x-requested-with": "sextant" }, body: JSON.stringify(body) })
+  .then(async (r) => ({ ok: r.ok, status: r.status, body: await r.json().catch(() => ({})) }));
+${script}
+</script></body></html>`;
+
+const VERIFY = page(
+  "Sign in to Sextant",
+  `msg.textContent = "Press Continue to sign in."; go.hidden = false;
+go.onclick = async () => { go.hidden = true;
+  const r = await call("/api/v1/auth/verify", { token });
+  msg.textContent = r.ok ? "Signed in as " + r.body.email + ". You can close this page." : (r.body.error && r.body.error.message) || "That did not work.";
+};`,
+);
+
+const ACCEPT = page(
+  "Join an org on Sextant",
+  `fetch("/api/v1/invitations?token=" + encodeURIComponent(token)).then((r) => r.json()).then((info) => {
+  if (info.error) { msg.textContent = info.error.message; return; }
+  msg.textContent = "Join " + info.org_name + " as " + info.role + ". Sign in as " + info.email + " first, then press Continue.";
+  go.hidden = false;
+  go.onclick = async () => { const r = await call("/api/v1/invitations/accept", { token });
+    msg.textContent = r.ok ? "You joined " + info.org_name + "." : (r.body.error && r.body.error.message) || "That did not work."; };
+});`,
+);
+
+const html = (body: string) =>
+  new Response(body, {
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+    },
+  });
+
+export const pageRoutes = () =>
+  new Elysia({ name: "sextant/pages" })
+    .get("/auth/verify", () => html(VERIFY), { detail: { hide: true } })
+    .get("/invitations/accept", () => html(ACCEPT), { detail: { hide: true } });

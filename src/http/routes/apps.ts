@@ -1,0 +1,149 @@
+// Apps and sites, their keys, forwarding secrets, saved funnels, and jobs.
+
+import { Elysia, t } from "elysia";
+import type { Services } from "../context.ts";
+import { access, type AuthPlugin } from "../auth.ts";
+import {
+  AppChange,
+  AppDeleted,
+  AppIdParams,
+  AppView,
+  CreatedApp,
+  ErrorBody,
+  ForwardingSecret,
+  FunnelView,
+  JobView,
+  KeyView,
+  NewApp,
+  NewKey,
+  NewSavedFunnel,
+} from "../models.ts";
+import { createApp, deleteApp, getApp, issueForwardingSecret, listApps, restoreApp, updateApp } from "../../domain/apps.ts";
+import { addKey, listKeys, revokeKey } from "../../domain/keys.ts";
+import { deleteFunnel, listFunnels, saveFunnel } from "../../domain/funnels.ts";
+import { getJob } from "../../domain/jobs.ts";
+
+const noContent = () => new Response(null, { status: 204 });
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
+
+export function appRoutes(svc: Services, auth: AuthPlugin) {
+  const { db } = svc;
+  return new Elysia({ name: "sextant/routes/apps", prefix: "/api/v1" })
+    .use(auth)
+    .get("/apps", ({ auth }) => listApps(db, auth.actor()), {
+      response: { 200: t.Array(AppView), 401: ErrorBody },
+      detail: { summary: "Apps the caller may see, across orgs", tags: ["apps"], ...access("any") },
+    })
+    .post("/apps", ({ auth, body, status }) => status(201, createApp(db, auth.actor(), body, svc.now())), {
+      body: NewApp,
+      response: { 201: CreatedApp, ...errors },
+      detail: {
+        summary: "Create an app or site with its first key",
+        description:
+          "Admins and owners of `org_id`. Origins (web only) are scheme://host[:port], or https://*.example.com for any subdomain.",
+        tags: ["apps"],
+        ...access("admin"),
+      },
+    })
+    .get("/apps/:id", ({ auth, params }) => getApp(db, auth.actor(), params.id), {
+      params: AppIdParams,
+      response: { 200: AppView, ...errors },
+      detail: { summary: "One app", tags: ["apps"], ...access("viewer") },
+    })
+    .patch("/apps/:id", ({ auth, params, body }) => updateApp(db, auth.actor(), params.id, body), {
+      params: AppIdParams,
+      body: AppChange,
+      response: { 200: AppView, ...errors },
+      detail: {
+        summary: "Rename, replace origins, pause or resume",
+        description: "A paused app's events are dropped and counted; ingest answers 200 with reason paused.",
+        tags: ["apps"],
+        ...access("admin"),
+      },
+    })
+    .delete("/apps/:id", ({ auth, params }) => deleteApp(db, auth.actor(), params.id, svc.now()), {
+      params: AppIdParams,
+      response: { 200: AppDeleted, ...errors },
+      detail: {
+        summary: "Delete an app (7-day undo window)",
+        description: "Keys stop at once. POST /apps/{id}/restore undoes it for 7 days; after that the app and its data are purged.",
+        tags: ["apps"],
+        ...access("admin"),
+      },
+    })
+    .post("/apps/:id/restore", ({ auth, params }) => restoreApp(db, auth.actor(), params.id, svc.now()), {
+      params: AppIdParams,
+      response: { 200: AppView, ...errors },
+      detail: { summary: "Undo a deletion within its 7-day window", tags: ["apps"], ...access("admin") },
+    })
+    .post("/apps/:id/forwarding-secret", ({ auth, params }) => issueForwardingSecret(db, auth.actor(), params.id), {
+      params: AppIdParams,
+      response: { 200: ForwardingSecret, ...errors },
+      detail: {
+        summary: "Issue a forwarding secret for a proxied web install",
+        description: "Shown once; the previous secret stops working at once.",
+        tags: ["apps"],
+        ...access("admin"),
+      },
+    })
+    .get("/apps/:id/keys", ({ auth, params }) => listKeys(db, auth.actor(), params.id), {
+      params: AppIdParams,
+      response: { 200: t.Array(KeyView), ...errors },
+      detail: { summary: "Keys, active and revoked", tags: ["keys"], ...access("member") },
+    })
+    .post("/apps/:id/keys", ({ auth, params, status }) => status(201, addKey(db, auth.actor(), params.id, svc.now())), {
+      params: AppIdParams,
+      response: { 201: NewKey, ...errors },
+      detail: {
+        summary: "Add a key",
+        description: "Old keys stay active, so rotation overlaps: add, ship, revoke the old one later.",
+        tags: ["keys"],
+        ...access("admin"),
+      },
+    })
+    .delete(
+      "/apps/:id/keys/:key",
+      ({ auth, params }) => {
+        revokeKey(db, auth.actor(), params.id, params.key, svc.now());
+        return noContent();
+      },
+      {
+        params: t.Object({ id: AppIdParams.properties.id, key: t.String({ maxLength: 100 }) }),
+        response: { 204: t.Void(), ...errors },
+        detail: { summary: "Revoke a key (ingest refuses it within a minute)", tags: ["keys"], ...access("admin") },
+      },
+    )
+    .get("/apps/:id/funnels", ({ auth, params }) => listFunnels(db, auth.actor(), params.id), {
+      params: AppIdParams,
+      response: { 200: t.Array(FunnelView), ...errors },
+      detail: { summary: "Saved funnels", tags: ["funnels"], ...access("viewer") },
+    })
+    .post("/apps/:id/funnels", ({ auth, params, body, status }) => status(201, saveFunnel(db, auth.actor(), params.id, body, svc.now())), {
+      params: AppIdParams,
+      body: NewSavedFunnel,
+      response: { 201: FunnelView, ...errors },
+      detail: {
+        summary: "Save a funnel (shared with the org)",
+        description: "2-10 steps; window_seconds 1 to 2678400 (31 days), default 86400; breakdown a known dimension or prop:KEY.",
+        tags: ["funnels"],
+        ...access("member"),
+      },
+    })
+    .delete(
+      "/apps/:id/funnels/:funnel_id",
+      ({ auth, params }) => {
+        deleteFunnel(db, auth.actor(), params.id, params.funnel_id);
+        return noContent();
+      },
+      {
+        params: t.Object({ id: AppIdParams.properties.id, funnel_id: t.Integer({ minimum: 1 }) }),
+        response: { 204: t.Void(), ...errors },
+        detail: { summary: "Delete a saved funnel", tags: ["funnels"], ...access("member") },
+      },
+    )
+    .get("/jobs/:id", ({ auth, params }) => getJob(db, auth.actor(), params.id), {
+      params: t.Object({ id: t.Integer({ minimum: 1, description: "Job id (int64)" }) }),
+      response: { 200: JobView, ...errors },
+      detail: { summary: "A job the caller's org started", tags: ["jobs"], ...access("admin") },
+    });
+}

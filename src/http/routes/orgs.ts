@@ -1,0 +1,197 @@
+// Orgs, members, invitations and API tokens.
+
+import { Elysia, t } from "elysia";
+import type { Services } from "../context.ts";
+import { access, type AuthPlugin } from "../auth.ts";
+import {
+  AcceptInvitation,
+  CreatedToken,
+  DeleteOrg,
+  ErrorBody,
+  InvitationInfo,
+  InvitationView,
+  Joined,
+  Member,
+  NewInvitation,
+  NewOrg,
+  NewToken,
+  OrgChange,
+  OrgCreated,
+  OrgIdParams,
+  OrgView,
+  RoleChange,
+  TokenView,
+} from "../models.ts";
+import { createOrg, deleteOrg, renameOrg } from "../../domain/orgs.ts";
+import { changeRole, listMembers, removeMember } from "../../domain/members.ts";
+import {
+  acceptInvitation,
+  createInvitation,
+  invitationInfo,
+  listInvitations,
+  withdrawInvitation,
+} from "../../domain/invitations.ts";
+import { createToken, listTokens, revokeToken } from "../../domain/tokens.ts";
+
+const noContent = () => new Response(null, { status: 204 });
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
+
+export function orgRoutes(svc: Services, auth: AuthPlugin) {
+  const { db } = svc;
+  return new Elysia({ name: "sextant/routes/orgs", prefix: "/api/v1" })
+    .use(auth)
+    .post("/orgs", ({ auth, body, status }) => status(201, createOrg(db, auth.user().userId, body.name, svc.now())), {
+      body: NewOrg,
+      response: { 201: OrgCreated, ...errors },
+      detail: { summary: "Create an org (caller becomes owner; free plan)", tags: ["orgs"], ...access("session") },
+    })
+    .patch("/orgs/:id", ({ auth, params, body }) => renameOrg(db, auth.actor(), params.id, body.name), {
+      params: OrgIdParams,
+      body: OrgChange,
+      response: { 200: OrgView, ...errors },
+      detail: { summary: "Rename an org", tags: ["orgs"], ...access("admin") },
+    })
+    .delete(
+      "/orgs/:id",
+      ({ auth, params, body }) => {
+        deleteOrg(db, auth.actor(), params.id, body.confirm, svc.now());
+        return noContent();
+      },
+      {
+        params: OrgIdParams,
+        body: DeleteOrg,
+        response: { 204: t.Void(), ...errors },
+        detail: {
+          summary: "Delete an org",
+          description: "Owners only; `confirm` must equal the org's name. Every app stops at once; data is purged within minutes.",
+          tags: ["orgs"],
+          ...access("owner"),
+        },
+      },
+    )
+    .get("/orgs/:id/members", ({ auth, params }) => listMembers(db, auth.actor(), params.id), {
+      params: OrgIdParams,
+      response: { 200: t.Array(Member), ...errors },
+      detail: { summary: "Members and roles", tags: ["members"], ...access("viewer") },
+    })
+    .patch(
+      "/orgs/:id/members/:user_id",
+      ({ auth, params, body }) => changeRole(db, auth.actor(), params.id, params.user_id, body.role),
+      {
+        params: t.Object({ id: OrgIdParams.properties.id, user_id: t.Integer({ minimum: 1 }) }),
+        body: RoleChange,
+        response: { 200: Member, ...errors },
+        detail: {
+          summary: "Change a member's role",
+          description: "Admins change admins, members and viewers; owners also owners. The last owner cannot be demoted.",
+          tags: ["members"],
+          ...access("admin"),
+        },
+      },
+    )
+    .delete(
+      "/orgs/:id/members/:user_id",
+      ({ auth, params }) => {
+        removeMember(db, auth.actor(), params.id, params.user_id);
+        return noContent();
+      },
+      {
+        params: t.Object({ id: OrgIdParams.properties.id, user_id: t.Integer({ minimum: 1 }) }),
+        response: { 204: t.Void(), ...errors },
+        detail: {
+          summary: "Remove a member",
+          description: "Admins remove others (owners only by owners); anyone may remove themselves; the last owner cannot be removed.",
+          tags: ["members"],
+          ...access("admin"),
+        },
+      },
+    )
+    .get("/orgs/:id/invitations", ({ auth, params }) => listInvitations(db, auth.actor(), params.id, svc.now()), {
+      params: OrgIdParams,
+      response: { 200: t.Array(InvitationView), ...errors },
+      detail: { summary: "Pending invitations", tags: ["invitations"], ...access("admin") },
+    })
+    .post(
+      "/orgs/:id/invitations",
+      async ({ auth, params, body, status }) => {
+        const { invitation, token, orgName } = createInvitation(db, auth.actor(), params.id, body.email, body.role, svc.now());
+        const link = `${svc.config.publicUrl}/invitations/accept?token=${token}`;
+        try {
+          await svc.mailer.send({
+            to: invitation.email,
+            subject: `You are invited to ${orgName} on Sextant`,
+            text: `You are invited to join ${orgName} on Sextant as ${invitation.role}.\n\nOpen this link to accept (sign in as ${invitation.email} first):\n\n${link}\n\nThe invitation expires in 7 days.\n`,
+            link,
+          });
+        } catch {
+          withdrawInvitation(db, auth.actor(), params.id, invitation.id, svc.now());
+          return status(503, {
+            error: { code: "mail_unavailable", message: "The mail server could not take the invitation; try again shortly." },
+          });
+        }
+        return status(201, invitation);
+      },
+      {
+        params: OrgIdParams,
+        body: NewInvitation,
+        response: { 201: InvitationView, ...errors, 503: ErrorBody },
+        detail: {
+          summary: "Invite by mail",
+          description:
+            "Mails a link {public_url}/invitations/accept?token=TOKEN valid 7 days. Inviting the same address again replaces the earlier invitation. Only an owner may invite an owner.",
+          tags: ["invitations"],
+          ...access("admin"),
+        },
+      },
+    )
+    .delete(
+      "/orgs/:id/invitations/:invitation_id",
+      ({ auth, params }) => {
+        withdrawInvitation(db, auth.actor(), params.id, params.invitation_id, svc.now());
+        return noContent();
+      },
+      {
+        params: t.Object({ id: OrgIdParams.properties.id, invitation_id: t.String({ maxLength: 100 }) }),
+        response: { 204: t.Void(), ...errors },
+        detail: { summary: "Withdraw an invitation (its link stops working)", tags: ["invitations"], ...access("admin") },
+      },
+    )
+    .get("/invitations", ({ query }) => invitationInfo(db, query.token, svc.now()), {
+      query: t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }),
+      response: { 200: InvitationInfo, 400: ErrorBody, 404: ErrorBody },
+      detail: { summary: "What an invitation link is for", tags: ["invitations"], ...access("public") },
+    })
+    .post("/invitations/accept", ({ auth, body }) => acceptInvitation(db, auth.user().userId, body.token, svc.now()), {
+      body: AcceptInvitation,
+      response: { 200: Joined, ...errors },
+      detail: {
+        summary: "Accept an invitation",
+        description: "The signed-in address must equal the invited one; otherwise, and when used or expired, 404.",
+        tags: ["invitations"],
+        ...access("session"),
+      },
+    })
+    .get("/orgs/:id/tokens", ({ auth, params }) => listTokens(db, auth.actor(), params.id), {
+      params: OrgIdParams,
+      response: { 200: t.Array(TokenView), ...errors },
+      detail: { summary: "API tokens (never their values)", tags: ["tokens"], ...access("admin") },
+    })
+    .post("/orgs/:id/tokens", ({ auth, params, body, status }) => status(201, createToken(db, auth.actor(), params.id, body.name, svc.now())), {
+      params: OrgIdParams,
+      body: NewToken,
+      response: { 201: CreatedToken, ...errors },
+      detail: { summary: "Create a read-only API token (value shown once)", tags: ["tokens"], ...access("admin") },
+    })
+    .delete(
+      "/orgs/:id/tokens/:token_id",
+      ({ auth, params }) => {
+        revokeToken(db, auth.actor(), params.id, params.token_id, svc.now());
+        return noContent();
+      },
+      {
+        params: t.Object({ id: OrgIdParams.properties.id, token_id: t.Integer({ minimum: 1 }) }),
+        response: { 204: t.Void(), ...errors },
+        detail: { summary: "Revoke an API token (at once)", tags: ["tokens"], ...access("admin") },
+      },
+    );
+}

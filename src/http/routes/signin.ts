@@ -1,0 +1,108 @@
+// Sign-in by mail link, the caller's identity and their sessions.
+
+import { Elysia, t } from "elysia";
+import type { Services } from "../context.ts";
+import { access, SESSION_COOKIE, type AuthPlugin } from "../auth.ts";
+import { ApiError } from "../errors.ts";
+import { ErrorBody, LinkInfo, LinkRequest, Me, SessionInfo, VerifyRequest } from "../models.ts";
+import { clientAddress } from "../client.ts";
+import { sha256 } from "../../util/secrets.ts";
+import { endSession, listSessions, SESSION_TTL_MS } from "../../domain/signin.ts";
+import { getUser, userView } from "../../domain/users.ts";
+import { orgsOfUser } from "../../domain/orgs.ts";
+
+const tags = ["auth"];
+
+export function signInRoutes(svc: Services, auth: AuthPlugin) {
+  const secure = svc.config.publicUrl.startsWith("https:");
+  return new Elysia({ name: "sextant/routes/signin", prefix: "/api/v1" })
+    .use(auth)
+    .post(
+      "/auth/magic-link",
+      async ({ body, request }) => {
+        // The limiter keys on a hash of the address, so even memory holds no raw address.
+        await svc.signIn.requestLink(body.email, sha256(clientAddress(request, svc.config)));
+        return new Response(null, { status: 202 });
+      },
+      {
+        body: LinkRequest,
+        response: { 202: t.Void(), 400: ErrorBody, 429: ErrorBody, 503: ErrorBody },
+        detail: {
+          summary: "Send a sign-in link",
+          description:
+            "202 whenever the address is well formed, whether or not it can sign in. The mail holds {public_url}/auth/verify?token=TOKEN, valid once for 15 minutes.",
+          tags,
+          ...access("public"),
+        },
+      },
+    )
+    .post(
+      "/auth/verify",
+      ({ body, headers, cookie }) => {
+        if (!headers["x-requested-with"]) {
+          throw new ApiError(403, "missing_header", "Send the X-Requested-With header (a cross-site form cannot).");
+        }
+        const { user, session } = svc.signIn.verify(body.token);
+        cookie[SESSION_COOKIE]!.set({
+          value: session.token,
+          httpOnly: true,
+          sameSite: "lax",
+          secure,
+          path: "/",
+          maxAge: SESSION_TTL_MS / 1000,
+        });
+        return { email: user.email };
+      },
+      {
+        body: VerifyRequest,
+        headers: t.Object({ "x-requested-with": t.Optional(t.String()) }),
+        response: { 200: LinkInfo, 403: ErrorBody, 404: ErrorBody },
+        detail: {
+          summary: "Use a sign-in link",
+          description: `Starts a session and sets the ${SESSION_COOKIE} cookie (HttpOnly, SameSite=Lax, 30 days). 404 when the link is unknown, used or expired.`,
+          tags,
+          ...access("public"),
+        },
+      },
+    )
+    .post(
+      "/auth/logout",
+      ({ auth, cookie }) => {
+        const me = auth.user();
+        endSession(svc.db, me.userId, me.sessionId, svc.now());
+        cookie[SESSION_COOKIE]!.remove();
+        return new Response(null, { status: 204 });
+      },
+      { response: { 204: t.Void(), 401: ErrorBody }, detail: { summary: "End this session", tags, ...access("session") } },
+    )
+    .get(
+      "/me",
+      ({ auth }) => {
+        const me = auth.user();
+        const user = getUser(svc.db, me.userId)!;
+        return { user: userView(user), orgs: orgsOfUser(svc.db, me.userId) as (typeof Me.static)["orgs"] };
+      },
+      { response: { 200: Me, 401: ErrorBody }, detail: { summary: "Who is signed in, their orgs and roles", tags, ...access("session") } },
+    )
+    .get(
+      "/me/sessions",
+      ({ auth }) => {
+        const me = auth.user();
+        return listSessions(svc.db, me.userId, me.sessionId, svc.now());
+      },
+      { response: { 200: t.Array(SessionInfo), 401: ErrorBody }, detail: { summary: "Active sessions", tags, ...access("session") } },
+    )
+    .delete(
+      "/me/sessions/:id",
+      ({ auth, params }) => {
+        const me = auth.user();
+        endSession(svc.db, me.userId, params.id, svc.now());
+        return new Response(null, { status: 204 });
+      },
+      {
+        params: t.Object({ id: t.String({ maxLength: 100 }) }),
+        response: { 204: t.Void(), 401: ErrorBody, 404: ErrorBody },
+        detail: { summary: "Sign out one session", tags, ...access("session") },
+      },
+    );
+}
