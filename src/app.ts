@@ -7,7 +7,7 @@ import { errorPlugin } from "./http/errors.ts";
 import { healthRoutes } from "./http/health.ts";
 import { requestLog } from "./http/request-log.ts";
 import type { Services } from "./http/context.ts";
-import { authPlugin, routeAccessTable, SESSION_COOKIE } from "./http/auth.ts";
+import { authPlugin, routeAccessTable } from "./http/auth.ts";
 import { signInRoutes } from "./http/routes/signin.ts";
 import { orgRoutes } from "./http/routes/orgs.ts";
 import { appRoutes } from "./http/routes/apps.ts";
@@ -42,10 +42,7 @@ type Routes = () => { method: string; path: string; hooks?: { detail?: Record<st
 
 function base(svc: Services) {
   let routes: Routes = () => [];
-  const app = new Elysia({
-    normalize: true,
-    cookie: { secrets: svc.cookieSecret, sign: [SESSION_COOKIE] },
-  })
+  const app = new Elysia({ normalize: true })
     .use(requestLog(svc.log))
     .use(errorPlugin(svc.log, methodLookup(() => routes())));
   routes = () => app.routes as ReturnType<Routes>;

@@ -20,6 +20,8 @@ export interface RunningServer {
   /** Base URL of the ingest-only listener, or the main one when none is configured. */
   ingestUrl: string;
   services: Services;
+  /** The registered routes of the main app (method, path, hooks with their OpenAPI detail). */
+  routes(): { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[];
   stop(): Promise<void>;
 }
 
@@ -92,7 +94,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       log.info("stopped");
     })());
 
-  return { url, ingestUrl, services, stop };
+  const routes = () => api.routes as ReturnType<RunningServer["routes"]>;
+  return { url, ingestUrl, services, routes, stop };
 }
 
 function displayHost(host: string): string {

@@ -9,6 +9,7 @@ import { ApiError } from "./errors.ts";
 import type { Actor, Role } from "../domain/roles.ts";
 import { resolveToken } from "../domain/tokens.ts";
 import { resolveSession } from "../domain/signin.ts";
+import { readCookie, unsign } from "./cookie-sign.ts";
 
 export const SESSION_COOKIE = "sextant_session";
 
@@ -56,7 +57,7 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export function authPlugin(svc: Services, lookup: (method: string, path: string) => RouteAccess | undefined) {
   const publicOrigin = new URL(svc.config.publicUrl).origin;
-  return new Elysia({ name: "sextant/auth" }).derive({ as: "global" }, ({ request, cookie, route, headers }) => {
+  return new Elysia({ name: "sextant/auth" }).derive({ as: "global" }, ({ request, route, headers }) => {
     let resolved: Actor | undefined;
     // Resolved lazily: public routes never read the cookie, so a stale one cannot lock
     // someone out of signing in again.
@@ -75,8 +76,9 @@ export function authPlugin(svc: Services, lookup: (method: string, path: string)
         resolved = { kind: "token", orgId: tok.orgId, tokenId: tok.tokenId };
         return resolved;
       }
-      const value = cookie[SESSION_COOKIE]?.value;
-      const session = typeof value === "string" && value ? resolveSession(svc.db, value, svc.now()) : null;
+      const signed = readCookie(headers["cookie"], SESSION_COOKIE);
+      const value = signed ? unsign(signed, svc.cookieSecret) : null;
+      const session = value ? resolveSession(svc.db, value, svc.now()) : null;
       if (!session) throw new ApiError(401, "unauthenticated", "Sign in, or send an API token as Authorization: Bearer.");
       if (!SAFE_METHODS.has(request.method)) {
         // A cross-site form can send neither a custom header nor a same-origin Origin.

@@ -20,11 +20,20 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(config: Partial<Config> = {}): Promise<TestServer> {
+/** A clock tests move by hand, so expiry is tested without waiting. */
+export class TestClock {
+  constructor(public ms = Date.now()) {}
+  now = () => this.ms;
+  advance(ms: number) {
+    this.ms += ms;
+  }
+}
+
+export async function startTestServer(config: Partial<Config> = {}, opts: { clock?: TestClock } = {}): Promise<TestServer> {
   const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), "sextant-test-"));
   const logs: string[] = [];
   const cfg = loadConfig([], {}, { host: "127.0.0.1", port: 0, log: "json", ...config, dataDir });
-  const server = await startServer(cfg, { logSink: (line) => logs.push(line) });
+  const server = await startServer(cfg, { logSink: (line) => logs.push(line), now: opts.clock?.now });
   const req = (path: string, init: RequestInit & { json?: unknown } = {}) => {
     const { json, ...rest } = init;
     const headers = new Headers(rest.headers);
@@ -56,4 +65,28 @@ export async function errorCode(res: Response): Promise<string> {
     throw new Error(`not the error body shape: ${JSON.stringify(body)}`);
   }
   return body.error.code;
+}
+
+/** Headers a signed-in browser client sends: the cookie and the anti-CSRF header. */
+export function sessionHeaders(cookie: string): Record<string, string> {
+  return { cookie, "x-requested-with": "sextant-test" };
+}
+
+/**
+ * Signs in through the real flow: POST /auth/magic-link, read the mailed link from the
+ * loopback SMTP server, POST /auth/verify. Returns the cookie header to send.
+ */
+export async function signIn(
+  s: TestServer,
+  smtp: { linkFor(to: string, pathPart: string): Promise<string> },
+  email: string,
+): Promise<string> {
+  const before = await s.api("/auth/magic-link", { method: "POST", json: { email } });
+  if (before.status !== 202) throw new Error(`magic-link answered ${before.status}: ${await before.text()}`);
+  const link = await smtp.linkFor(email, "/auth/verify");
+  const token = new URL(link).searchParams.get("token")!;
+  const res = await s.api("/auth/verify", { method: "POST", json: { token }, headers: { "x-requested-with": "t" } });
+  if (res.status !== 200) throw new Error(`verify answered ${res.status}: ${await res.text()}`);
+  const setCookie = res.headers.get("set-cookie")!;
+  return setCookie.split(";")[0]!;
 }

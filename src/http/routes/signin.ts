@@ -7,6 +7,7 @@ import { ApiError } from "../errors.ts";
 import { ErrorBody, LinkInfo, LinkRequest, Me, SessionInfo, VerifyRequest } from "../models.ts";
 import { clientAddress } from "../client.ts";
 import { sha256 } from "../../util/secrets.ts";
+import { sign } from "../cookie-sign.ts";
 import { endSession, listSessions, SESSION_TTL_MS } from "../../domain/signin.ts";
 import { getUser, userView } from "../../domain/users.ts";
 import { orgsOfUser } from "../../domain/orgs.ts";
@@ -44,7 +45,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         }
         const { user, session } = svc.signIn.verify(body.token);
         cookie[SESSION_COOKIE]!.set({
-          value: session.token,
+          value: sign(session.token, svc.cookieSecret),
           httpOnly: true,
           sameSite: "lax",
           secure,

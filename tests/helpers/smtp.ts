@@ -1,0 +1,82 @@
+// A real SMTP server on loopback (smtp-server) that keeps every message it receives,
+// so tests read sign-in and invitation links out of real mail.
+
+import { SMTPServer } from "smtp-server";
+
+export interface Received {
+  to: string[];
+  raw: string;
+  /** The message body with quoted-printable soft breaks and escapes undone. */
+  text: string;
+}
+
+export interface TestSmtp {
+  url: string;
+  messages: Received[];
+  /** Makes the server refuse every message (to test "mail cannot be handed over"). */
+  refuse(on: boolean): void;
+  /** Waits for a message to `to` and returns the first link in it matching `pathPart`. */
+  linkFor(to: string, pathPart: string, timeoutMs?: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+function decodeQuotedPrintable(s: string): string {
+  const joined = s.replace(/=\r?\n/g, "");
+  const bytes: number[] = [];
+  for (let i = 0; i < joined.length; i++) {
+    const m = joined[i] === "=" ? /^[0-9A-F]{2}$/i.exec(joined.slice(i + 1, i + 3)) : null;
+    if (m) {
+      bytes.push(parseInt(m[0], 16));
+      i += 2;
+    } else {
+      bytes.push(...Buffer.from(joined[i]!));
+    }
+  }
+  return Buffer.from(bytes).toString("utf8");
+}
+
+export async function startSmtp(): Promise<TestSmtp> {
+  const messages: Received[] = [];
+  let refusing = false;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS"],
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on("data", (c: Buffer) => chunks.push(c));
+      stream.on("end", () => {
+        if (refusing) return callback(new Error("mailbox unavailable"));
+        const raw = Buffer.concat(chunks).toString("utf8");
+        const to = session.envelope.rcptTo.map((r) => r.address.toLowerCase());
+        messages.push({ to, raw, text: decodeQuotedPrintable(raw) });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((res) => server.listen(0, "127.0.0.1", () => res()));
+  const port = (server.server.address() as { port: number }).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    refuse: (on) => {
+      refusing = on;
+    },
+    async linkFor(to, pathPart, timeoutMs = 5000) {
+      const deadline = Date.now() + timeoutMs;
+      const seen = messages.length;
+      for (;;) {
+        // Newest first: the latest link is the live one.
+        for (let i = messages.length - 1; i >= 0; i--) {
+          const m = messages[i]!;
+          if (!m.to.includes(to.toLowerCase())) continue;
+          const link = m.text.match(new RegExp(`https?://\\S*${pathPart.replace(/[/?]/g, "\\$&")}\\S*token=[A-Za-z0-9_-]+`));
+          if (link) return link[0];
+        }
+        if (Date.now() > deadline) throw new Error(`no mail to ${to} with ${pathPart} (${messages.length - seen} new)`);
+        await Bun.sleep(20);
+      }
+    },
+    close: () => new Promise<void>((res) => server.close(() => res())),
+  };
+}

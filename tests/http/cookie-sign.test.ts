@@ -1,0 +1,27 @@
+import { describe, expect, test } from "bun:test";
+import { signCookie, unsignCookie } from "elysia/utils";
+import { readCookie, sign, unsign } from "../../src/http/cookie-sign.ts";
+
+describe("session cookie signature", () => {
+  test("matches Elysia's signed-cookie format both ways", async () => {
+    for (const v of ["abc", "x".repeat(43), "a.b.c"]) {
+      expect(sign(v, "k".repeat(40))).toBe(await signCookie(v, "k".repeat(40)));
+      expect(await unsignCookie(sign(v, "s3cret"), "s3cret")).toBe(v);
+      expect(unsign(await signCookie(v, "s3cret"), "s3cret")).toBe(v);
+    }
+  });
+
+  test("a wrong secret, a changed value or no signature is refused", () => {
+    const good = sign("value", "one");
+    expect(unsign(good, "two")).toBeNull();
+    expect(unsign(good.replace("value", "valuf"), "one")).toBeNull();
+    expect(unsign("value", "one")).toBeNull();
+    expect(unsign("", "one")).toBeNull();
+  });
+
+  test("reads one cookie out of a header", () => {
+    expect(readCookie("a=1; sextant_session=x.y%2Fz; b=2", "sextant_session")).toBe("x.y/z");
+    expect(readCookie("a=1", "sextant_session")).toBeNull();
+    expect(readCookie("sextant_session=%E0%A4%A", "sextant_session")).toBeNull();
+  });
+});
