@@ -42,7 +42,9 @@ type Routes = () => { method: string; path: string; hooks?: { detail?: Record<st
 
 function base(svc: Services) {
   let routes: Routes = () => [];
-  const app = new Elysia({ normalize: true })
+  // normalize off: it strips unknown body fields before validation, and a typo such as
+  // {"pasued": true} must be a 400, not a silent no-op. Views are built field by field.
+  const app = new Elysia({ normalize: false })
     .use(requestLog(svc.log))
     .use(errorPlugin(svc.log, methodLookup(() => routes())));
   routes = () => app.routes as ReturnType<Routes>;

@@ -20,7 +20,7 @@ export function listKeys(db: Db, actor: Actor, appId: number) {
   requireApp(db, actor, appId, "member");
   return db
     .query<{ key: string; created_at: number; revoked_at: number | null }, [number]>(
-      "SELECT key, created_at, revoked_at FROM app_keys WHERE app_id = ? ORDER BY created_at, key",
+      "SELECT key, created_at, revoked_at FROM app_keys WHERE app_id = ? ORDER BY created_at, rowid",
     )
     .all(appId)
     .map((k) => ({ key: k.key, created_at: iso(k.created_at), revoked_at: isoOrNull(k.revoked_at) }));
