@@ -13,6 +13,8 @@ import { createMailer } from "./mail.ts";
 import { SignIn } from "./domain/signin.ts";
 import { getOrCreateSetting } from "./domain/settings.ts";
 import { randomToken } from "./util/secrets.ts";
+import { Scheduler } from "./scheduler/scheduler.ts";
+import { standardJobs } from "./scheduler/jobs.ts";
 
 export interface RunningServer {
   /** Base URL of the main listener, e.g. http://127.0.0.1:8080 */
@@ -29,6 +31,8 @@ export interface StartOptions {
   logSink?: Sink;
   logger?: Logger;
   now?: () => number;
+  /** false: the scheduler fires nothing by itself; tests drive it with advanceTo(). Default true. */
+  autoSchedule?: boolean;
 }
 
 // Bun's default is 128 MiB; nothing we accept is near that, so refuse early.
@@ -72,7 +76,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const mailer = createMailer(config.smtpUrl, config.smtpFrom, log);
   const cookieSecret = config.cookieSecret ?? getOrCreateSetting(db, "cookie_secret", () => randomToken(32));
   const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now });
-  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret };
+  const scheduler = new Scheduler(log, now, opts.autoSchedule ?? true);
+  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler };
+  // Event data arrives with the event store; until then a purged app has none to drop.
+  for (const job of standardJobs({ db, log, dropAppData: () => {} })) scheduler.add(job);
   const api = buildApi(services);
   handleMain = (req) => api.handle(req);
   if (ingest) {
@@ -89,6 +96,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     (stopping ??= (async () => {
       // stop(false): refuse new connections, let in-flight requests finish.
       await Promise.all([main.stop(false), ingest?.stop(false)]);
+      scheduler.stop();
       mailer.close();
       db.close();
       log.info("stopped");

@@ -50,3 +50,29 @@ describe("sextant command line", () => {
     expect(await p.signal("SIGINT")).toBe(0);
   });
 });
+
+describe("graceful stop", () => {
+  test("a request in flight when SIGTERM arrives still gets its answer", async () => {
+    const p = await spawnSextant([process.execPath, entry], { SEXTANT_DATA_DIR: tmp() });
+    // A body that trickles in: the request is in flight while the signal lands.
+    const body = new ReadableStream<Uint8Array>({
+      async start(c) {
+        c.enqueue(new TextEncoder().encode('{"email":'));
+        await Bun.sleep(400);
+        c.enqueue(new TextEncoder().encode('"slow@example.com"}'));
+        c.close();
+      },
+    });
+    const pending = fetch(p.url + "/api/v1/auth/magic-link", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      duplex: "half",
+    });
+    await Bun.sleep(150);
+    const exited = p.signal("SIGTERM");
+    const res = await pending;
+    expect(res.status).toBe(202);
+    expect(await exited).toBe(0);
+  });
+});

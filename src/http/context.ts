@@ -6,6 +6,7 @@ import type { Db } from "../domain/db.ts";
 import type { Logger } from "../log.ts";
 import type { Mailer } from "../mail.ts";
 import type { SignIn } from "../domain/signin.ts";
+import type { Scheduler } from "../scheduler/scheduler.ts";
 
 export interface Services {
   config: Config;
@@ -17,4 +18,5 @@ export interface Services {
   signIn: SignIn;
   /** Key that signs session cookies (configured, or generated once and kept in the store). */
   cookieSecret: string;
+  scheduler: Scheduler;
 }

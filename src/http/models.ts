@@ -147,3 +147,9 @@ export const JobView = t.Object(
   },
   named("JobView", {}),
 );
+
+/** The error answers most dashboard operations can give, for their `response` maps. */
+export const StdErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
+
+/** 204 with no body. */
+export const noContent = () => new Response(null, { status: 204 });

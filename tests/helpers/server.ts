@@ -33,7 +33,7 @@ export async function startTestServer(config: Partial<Config> = {}, opts: { cloc
   const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), "sextant-test-"));
   const logs: string[] = [];
   const cfg = loadConfig([], {}, { host: "127.0.0.1", port: 0, log: "json", ...config, dataDir });
-  const server = await startServer(cfg, { logSink: (line) => logs.push(line), now: opts.clock?.now });
+  const server = await startServer(cfg, { logSink: (line) => logs.push(line), now: opts.clock?.now, autoSchedule: false });
   const req = (path: string, init: RequestInit & { json?: unknown } = {}) => {
     const { json, ...rest } = init;
     const headers = new Headers(rest.headers);

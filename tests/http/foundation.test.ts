@@ -67,3 +67,28 @@ describe("second listener", () => {
     }
   });
 });
+
+describe("OpenAPI coverage", () => {
+  test("every dashboard operation is in openapi.json with its responses and request body", async () => {
+    const doc = (await (await s.api("/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>; requestBody?: unknown; "x-sextant-access"?: string }>>;
+    };
+    const routes = s.server.routes().filter((r) => r.path.startsWith("/api/v1/") && r.path !== "/api/v1/openapi.json");
+    expect(routes.length).toBeGreaterThan(30);
+    for (const r of routes) {
+      const path = r.path.replace(/:([a-z_]+)/g, "{$1}");
+      const op = doc.paths[path]?.[r.method.toLowerCase()];
+      expect(op, `${r.method} ${path}`).toBeDefined();
+      expect(op!["x-sextant-access"], `${r.method} ${path} access`).toBeString();
+      const ok = Object.entries(op!.responses ?? {}).filter(([code]) => code.startsWith("2"));
+      expect(ok.length, `${r.method} ${path} success response`).toBeGreaterThan(0);
+      for (const [code, res] of ok) {
+        if (code !== "204" && code !== "202") expect(res.content?.["application/json"]?.schema, `${r.method} ${path} ${code}`).toBeDefined();
+      }
+      const hasBody = (r as { hooks?: { body?: unknown } }).hooks?.body !== undefined;
+      if (hasBody) expect(op!.requestBody, `${r.method} ${path} body`).toBeDefined();
+      const errs = Object.entries(op!.responses ?? {}).filter(([code]) => code.startsWith("4"));
+      for (const [, res] of errs) expect(res.content?.["application/json"]?.schema).toBeDefined();
+    }
+  });
+});

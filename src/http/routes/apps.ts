@@ -10,6 +10,8 @@ import {
   AppView,
   CreatedApp,
   ErrorBody,
+  noContent,
+  StdErrors,
   ForwardingSecret,
   FunnelView,
   JobView,
@@ -23,8 +25,6 @@ import { addKey, listKeys, revokeKey } from "../../domain/keys.ts";
 import { deleteFunnel, listFunnels, saveFunnel } from "../../domain/funnels.ts";
 import { getJob } from "../../domain/jobs.ts";
 
-const noContent = () => new Response(null, { status: 204 });
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
 
 export function appRoutes(svc: Services, auth: AuthPlugin) {
   const { db } = svc;
@@ -36,7 +36,7 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
     })
     .post("/apps", ({ auth, body, status }) => status(201, createApp(db, auth.actor(), body, svc.now())), {
       body: NewApp,
-      response: { 201: CreatedApp, ...errors },
+      response: { 201: CreatedApp, ...StdErrors },
       detail: {
         summary: "Create an app or site with its first key",
         description:
@@ -47,13 +47,13 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
     })
     .get("/apps/:id", ({ auth, params }) => getApp(db, auth.actor(), params.id), {
       params: AppIdParams,
-      response: { 200: AppView, ...errors },
+      response: { 200: AppView, ...StdErrors },
       detail: { summary: "One app", tags: ["apps"], ...access("viewer") },
     })
     .patch("/apps/:id", ({ auth, params, body }) => updateApp(db, auth.actor(), params.id, body), {
       params: AppIdParams,
       body: AppChange,
-      response: { 200: AppView, ...errors },
+      response: { 200: AppView, ...StdErrors },
       detail: {
         summary: "Rename, replace origins, pause or resume",
         description: "A paused app's events are dropped and counted; ingest answers 200 with reason paused.",
@@ -63,7 +63,7 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
     })
     .delete("/apps/:id", ({ auth, params }) => deleteApp(db, auth.actor(), params.id, svc.now()), {
       params: AppIdParams,
-      response: { 200: AppDeleted, ...errors },
+      response: { 200: AppDeleted, ...StdErrors },
       detail: {
         summary: "Delete an app (7-day undo window)",
         description: "Keys stop at once. POST /apps/{id}/restore undoes it for 7 days; after that the app and its data are purged.",
@@ -73,12 +73,12 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
     })
     .post("/apps/:id/restore", ({ auth, params }) => restoreApp(db, auth.actor(), params.id, svc.now()), {
       params: AppIdParams,
-      response: { 200: AppView, ...errors },
+      response: { 200: AppView, ...StdErrors },
       detail: { summary: "Undo a deletion within its 7-day window", tags: ["apps"], ...access("admin") },
     })
     .post("/apps/:id/forwarding-secret", ({ auth, params }) => issueForwardingSecret(db, auth.actor(), params.id), {
       params: AppIdParams,
-      response: { 200: ForwardingSecret, ...errors },
+      response: { 200: ForwardingSecret, ...StdErrors },
       detail: {
         summary: "Issue a forwarding secret for a proxied web install",
         description: "Shown once; the previous secret stops working at once.",
@@ -88,12 +88,12 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
     })
     .get("/apps/:id/keys", ({ auth, params }) => listKeys(db, auth.actor(), params.id), {
       params: AppIdParams,
-      response: { 200: t.Array(KeyView), ...errors },
+      response: { 200: t.Array(KeyView), ...StdErrors },
       detail: { summary: "Keys, active and revoked", tags: ["keys"], ...access("member") },
     })
     .post("/apps/:id/keys", ({ auth, params, status }) => status(201, addKey(db, auth.actor(), params.id, svc.now())), {
       params: AppIdParams,
-      response: { 201: NewKey, ...errors },
+      response: { 201: NewKey, ...StdErrors },
       detail: {
         summary: "Add a key",
         description: "Old keys stay active, so rotation overlaps: add, ship, revoke the old one later.",
@@ -109,19 +109,19 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
       },
       {
         params: t.Object({ id: AppIdParams.properties.id, key: t.String({ maxLength: 100 }) }),
-        response: { 204: t.Void(), ...errors },
+        response: { 204: t.Void(), ...StdErrors },
         detail: { summary: "Revoke a key (ingest refuses it within a minute)", tags: ["keys"], ...access("admin") },
       },
     )
     .get("/apps/:id/funnels", ({ auth, params }) => listFunnels(db, auth.actor(), params.id), {
       params: AppIdParams,
-      response: { 200: t.Array(FunnelView), ...errors },
+      response: { 200: t.Array(FunnelView), ...StdErrors },
       detail: { summary: "Saved funnels", tags: ["funnels"], ...access("viewer") },
     })
     .post("/apps/:id/funnels", ({ auth, params, body, status }) => status(201, saveFunnel(db, auth.actor(), params.id, body, svc.now())), {
       params: AppIdParams,
       body: NewSavedFunnel,
-      response: { 201: FunnelView, ...errors },
+      response: { 201: FunnelView, ...StdErrors },
       detail: {
         summary: "Save a funnel (shared with the org)",
         description: "2-10 steps; window_seconds 1 to 2678400 (31 days), default 86400; breakdown a known dimension or prop:KEY.",
@@ -137,13 +137,13 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
       },
       {
         params: t.Object({ id: AppIdParams.properties.id, funnel_id: t.Integer({ minimum: 1 }) }),
-        response: { 204: t.Void(), ...errors },
+        response: { 204: t.Void(), ...StdErrors },
         detail: { summary: "Delete a saved funnel", tags: ["funnels"], ...access("member") },
       },
     )
     .get("/jobs/:id", ({ auth, params }) => getJob(db, auth.actor(), params.id), {
       params: t.Object({ id: t.Integer({ minimum: 1, description: "Job id (int64)" }) }),
-      response: { 200: JobView, ...errors },
+      response: { 200: JobView, ...StdErrors },
       detail: { summary: "A job the caller's org started", tags: ["jobs"], ...access("admin") },
     });
 }

@@ -8,6 +8,8 @@ import {
   CreatedToken,
   DeleteOrg,
   ErrorBody,
+  noContent,
+  StdErrors,
   InvitationInfo,
   InvitationView,
   Joined,
@@ -33,8 +35,6 @@ import {
 } from "../../domain/invitations.ts";
 import { createToken, listTokens, revokeToken } from "../../domain/tokens.ts";
 
-const noContent = () => new Response(null, { status: 204 });
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
 
 export function orgRoutes(svc: Services, auth: AuthPlugin) {
   const { db } = svc;
@@ -42,13 +42,13 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
     .use(auth)
     .post("/orgs", ({ auth, body, status }) => status(201, createOrg(db, auth.user().userId, body.name, svc.now())), {
       body: NewOrg,
-      response: { 201: OrgCreated, ...errors },
+      response: { 201: OrgCreated, ...StdErrors },
       detail: { summary: "Create an org (caller becomes owner; free plan)", tags: ["orgs"], ...access("session") },
     })
     .patch("/orgs/:id", ({ auth, params, body }) => renameOrg(db, auth.actor(), params.id, body.name), {
       params: OrgIdParams,
       body: OrgChange,
-      response: { 200: OrgView, ...errors },
+      response: { 200: OrgView, ...StdErrors },
       detail: { summary: "Rename an org", tags: ["orgs"], ...access("admin") },
     })
     .delete(
@@ -60,7 +60,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
       {
         params: OrgIdParams,
         body: DeleteOrg,
-        response: { 204: t.Void(), ...errors },
+        response: { 204: t.Void(), ...StdErrors },
         detail: {
           summary: "Delete an org",
           description: "Owners only; `confirm` must equal the org's name. Every app stops at once; data is purged within minutes.",
@@ -71,7 +71,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
     )
     .get("/orgs/:id/members", ({ auth, params }) => listMembers(db, auth.actor(), params.id), {
       params: OrgIdParams,
-      response: { 200: t.Array(Member), ...errors },
+      response: { 200: t.Array(Member), ...StdErrors },
       detail: { summary: "Members and roles", tags: ["members"], ...access("viewer") },
     })
     .patch(
@@ -80,7 +80,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
       {
         params: t.Object({ id: OrgIdParams.properties.id, user_id: t.Integer({ minimum: 1 }) }),
         body: RoleChange,
-        response: { 200: Member, ...errors },
+        response: { 200: Member, ...StdErrors },
         detail: {
           summary: "Change a member's role",
           description: "Admins change admins, members and viewers; owners also owners. The last owner cannot be demoted.",
@@ -97,7 +97,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
       },
       {
         params: t.Object({ id: OrgIdParams.properties.id, user_id: t.Integer({ minimum: 1 }) }),
-        response: { 204: t.Void(), ...errors },
+        response: { 204: t.Void(), ...StdErrors },
         detail: {
           summary: "Remove a member",
           description: "Admins remove others (owners only by owners); anyone may remove themselves; the last owner cannot be removed.",
@@ -108,7 +108,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
     )
     .get("/orgs/:id/invitations", ({ auth, params }) => listInvitations(db, auth.actor(), params.id, svc.now()), {
       params: OrgIdParams,
-      response: { 200: t.Array(InvitationView), ...errors },
+      response: { 200: t.Array(InvitationView), ...StdErrors },
       detail: { summary: "Pending invitations", tags: ["invitations"], ...access("admin") },
     })
     .post(
@@ -134,7 +134,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
       {
         params: OrgIdParams,
         body: NewInvitation,
-        response: { 201: InvitationView, ...errors, 503: ErrorBody },
+        response: { 201: InvitationView, ...StdErrors, 503: ErrorBody },
         detail: {
           summary: "Invite by mail",
           description:
@@ -152,7 +152,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
       },
       {
         params: t.Object({ id: OrgIdParams.properties.id, invitation_id: t.String({ maxLength: 100 }) }),
-        response: { 204: t.Void(), ...errors },
+        response: { 204: t.Void(), ...StdErrors },
         detail: { summary: "Withdraw an invitation (its link stops working)", tags: ["invitations"], ...access("admin") },
       },
     )
@@ -163,7 +163,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
     })
     .post("/invitations/accept", ({ auth, body }) => acceptInvitation(db, auth.user().userId, body.token, svc.now()), {
       body: AcceptInvitation,
-      response: { 200: Joined, ...errors },
+      response: { 200: Joined, ...StdErrors },
       detail: {
         summary: "Accept an invitation",
         description: "The signed-in address must equal the invited one; otherwise, and when used or expired, 404.",
@@ -173,13 +173,13 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
     })
     .get("/orgs/:id/tokens", ({ auth, params }) => listTokens(db, auth.actor(), params.id), {
       params: OrgIdParams,
-      response: { 200: t.Array(TokenView), ...errors },
+      response: { 200: t.Array(TokenView), ...StdErrors },
       detail: { summary: "API tokens (never their values)", tags: ["tokens"], ...access("admin") },
     })
     .post("/orgs/:id/tokens", ({ auth, params, body, status }) => status(201, createToken(db, auth.actor(), params.id, body.name, svc.now())), {
       params: OrgIdParams,
       body: NewToken,
-      response: { 201: CreatedToken, ...errors },
+      response: { 201: CreatedToken, ...StdErrors },
       detail: { summary: "Create a read-only API token (value shown once)", tags: ["tokens"], ...access("admin") },
     })
     .delete(
@@ -190,7 +190,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
       },
       {
         params: t.Object({ id: OrgIdParams.properties.id, token_id: t.Integer({ minimum: 1 }) }),
-        response: { 204: t.Void(), ...errors },
+        response: { 204: t.Void(), ...StdErrors },
         detail: { summary: "Revoke an API token (at once)", tags: ["tokens"], ...access("admin") },
       },
     );

@@ -4,7 +4,7 @@ import { Elysia, t } from "elysia";
 import type { Services } from "../context.ts";
 import { access, SESSION_COOKIE, type AuthPlugin } from "../auth.ts";
 import { ApiError } from "../errors.ts";
-import { ErrorBody, LinkInfo, LinkRequest, Me, SessionInfo, VerifyRequest } from "../models.ts";
+import { ErrorBody, LinkInfo, LinkRequest, Me, noContent, SessionInfo, VerifyRequest } from "../models.ts";
 import { clientAddress } from "../client.ts";
 import { sha256 } from "../../util/secrets.ts";
 import { sign } from "../cookie-sign.ts";
@@ -72,7 +72,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         const me = auth.user();
         endSession(svc.db, me.userId, me.sessionId, svc.now());
         cookie[SESSION_COOKIE]!.remove();
-        return new Response(null, { status: 204 });
+        return noContent();
       },
       { response: { 204: t.Void(), 401: ErrorBody }, detail: { summary: "End this session", tags, ...access("session") } },
     )
@@ -98,7 +98,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
       ({ auth, params }) => {
         const me = auth.user();
         endSession(svc.db, me.userId, params.id, svc.now());
-        return new Response(null, { status: 204 });
+        return noContent();
       },
       {
         params: t.Object({ id: t.String({ maxLength: 100 }) }),
