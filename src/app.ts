@@ -13,6 +13,8 @@ import { orgRoutes } from "./http/routes/orgs.ts";
 import { appRoutes } from "./http/routes/apps.ts";
 import { pageRoutes } from "./http/pages.ts";
 import { openapiDoc } from "./http/openapi.ts";
+import { ingestApp, ingestRoutes } from "./http/ingest.ts";
+import { statsRoutes } from "./http/routes/stats.ts";
 
 export const API_PREFIX = "/api/v1";
 export const VERSION = "0.1.0";
@@ -53,6 +55,7 @@ function base(svc: Services) {
 
 export function buildApi(svc: Services) {
   const { app, routes } = base(svc);
+  const ingestDoc = ingestApp(svc);
   const auth = authPlugin(svc, routeAccessTable(routes));
   return app
     .use(openapiDoc(svc, VERSION))
@@ -60,11 +63,15 @@ export function buildApi(svc: Services) {
     .use(pageRoutes())
     .use(signInRoutes(svc, auth))
     .use(orgRoutes(svc, auth))
-    .use(appRoutes(svc, auth));
+    .use(appRoutes(svc, auth))
+    .use(statsRoutes(svc, auth))
+    .use(ingestRoutes(svc))
+    // The ingest document comes from a standalone ingest app (one OpenAPI plugin per app).
+    .get("/openapi.json", () => ingestDoc.handle(new Request("http://localhost/openapi.json")), { detail: { hide: true } });
 }
 
 export function buildIngest(svc: Services) {
-  return base(svc).app.use(healthRoutes());
+  return base(svc).app.use(healthRoutes()).use(ingestApp(svc));
 }
 
 export type ApiApp = ReturnType<typeof buildApi>;

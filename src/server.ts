@@ -15,6 +15,10 @@ import { getOrCreateSetting } from "./domain/settings.ts";
 import { randomToken } from "./util/secrets.ts";
 import { Scheduler } from "./scheduler/scheduler.ts";
 import { standardJobs } from "./scheduler/jobs.ts";
+import { Ingest } from "./ingest/ingest.ts";
+import { MemoryEventStore } from "./store/memory.ts";
+import { BUILTIN_PLANS, DEFAULT_HARD_LIMIT_PERCENT, planById } from "./domain/plans.ts";
+import { join } from "node:path";
 
 export interface RunningServer {
   /** Base URL of the main listener, e.g. http://127.0.0.1:8080 */
@@ -64,7 +68,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     rememberAddress(req, server.requestIP(req)?.address);
     return handleMain(req);
   }, config.port);
-  const ingest =
+  const ingestListener =
     config.ingestPort === null
       ? undefined
       : listen((req, server) => {
@@ -77,26 +81,40 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const cookieSecret = config.cookieSecret ?? getOrCreateSetting(db, "cookie_secret", () => randomToken(32));
   const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now });
   const scheduler = new Scheduler(log, now, opts.autoSchedule ?? true);
-  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler };
-  // Event data arrives with the event store; until then a purged app has none to drop.
-  for (const job of standardJobs({ db, log, dropAppData: () => {} })) scheduler.add(job);
+  const plans = BUILTIN_PLANS;
+  const store = new MemoryEventStore();
+  const ingest = new Ingest({
+    db,
+    log,
+    now,
+    sink: store,
+    walDir: join(config.dataDir, "wal"),
+    limitFor: (_org, plan) => planById(plans, plan).events_per_month,
+    hardLimitPercent: () => DEFAULT_HARD_LIMIT_PERCENT,
+  });
+  const t0 = performance.now();
+  const replayed = ingest.replay();
+  log.info("write-ahead log replayed", { ...replayed, ms: Math.round(performance.now() - t0) });
+  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans };
+  for (const job of standardJobs({ db, log, ingest, dropAppData: (ids) => store.dropApps(ids) })) scheduler.add(job);
   const api = buildApi(services);
   handleMain = (req) => api.handle(req);
-  if (ingest) {
+  if (ingestListener) {
     const ingestApp = buildIngest(services);
     handleIngest = (req) => ingestApp.handle(req);
   }
 
   const url = `http://${displayHost(config.host)}:${main.port}`;
-  const ingestUrl = ingest ? `http://${displayHost(config.host)}:${ingest.port}` : url;
+  const ingestUrl = ingestListener ? `http://${displayHost(config.host)}:${ingestListener.port}` : url;
   log.info("listening", { url, ingest_url: ingestUrl, data_dir: config.dataDir });
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       // stop(false): refuse new connections, let in-flight requests finish.
-      await Promise.all([main.stop(false), ingest?.stop(false)]);
+      await Promise.all([main.stop(false), ingestListener?.stop(false)]);
       scheduler.stop();
+      await ingest.close();
       mailer.close();
       db.close();
       log.info("stopped");

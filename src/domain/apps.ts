@@ -10,6 +10,7 @@ import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { DAY, iso } from "./time.ts";
 import { newKey } from "./keys.ts";
+import { appsChanged } from "./changes.ts";
 
 export const UNDO_WINDOW_MS = 7 * DAY;
 export const MAX_ORIGINS = 50;
@@ -110,12 +111,14 @@ export function updateApp(
   const row = db
     .query<AppRow, [string, string, number, number]>("UPDATE apps SET name = ?, origins = ?, paused = ? WHERE id = ? RETURNING *")
     .get(name, origins, paused, appId)!;
+  appsChanged(db);
   return appView(row);
 }
 
 export function deleteApp(db: Db, actor: Actor, appId: number, now: number) {
   requireApp(db, actor, appId, "admin");
   db.query("UPDATE apps SET deleted_at = ? WHERE id = ?").run(now, appId);
+  appsChanged(db);
   return { id: appId, deleted_at: iso(now), restore_until: iso(now + UNDO_WINDOW_MS) };
 }
 
@@ -125,6 +128,7 @@ export function restoreApp(db: Db, actor: Actor, appId: number, now: number) {
     throw conflict("undo_window_over", "The 7-day undo window is over; the app is being purged.");
   }
   const row = db.query<AppRow, [number]>("UPDATE apps SET deleted_at = NULL WHERE id = ? RETURNING *").get(appId)!;
+  appsChanged(db);
   return appView(row);
 }
 
@@ -134,5 +138,6 @@ export function issueForwardingSecret(db: Db, actor: Actor, appId: number) {
   if (app.kind !== "web") throw invalid("not_a_site", "Forwarding secrets are for web sites (kind web).");
   const secret = randomToken(32, "fs_");
   db.query("UPDATE apps SET forwarding_secret_hash = ? WHERE id = ?").run(sha256(secret), appId);
+  appsChanged(db);
   return { secret };
 }

@@ -8,6 +8,7 @@ export type ErrorKind =
   | "not_found" // unknown, or not the caller's to see
   | "conflict" // state does not allow it
   | "gone" // existed, expired for good
+  | "too_large" // the request body is over its limit
   | "rate_limited" // retry after `retryAfter` seconds
   | "unavailable"; // temporary; retry after `retryAfter` seconds
 

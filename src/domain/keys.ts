@@ -7,6 +7,7 @@ import { notFound } from "./errors.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken } from "../util/secrets.ts";
 import { iso, isoOrNull } from "./time.ts";
+import { appsChanged } from "./changes.ts";
 
 export const MAX_ACTIVE_KEYS = 20;
 
@@ -35,4 +36,5 @@ export function revokeKey(db: Db, actor: Actor, appId: number, key: string, now:
   requireApp(db, actor, appId, "admin");
   const r = db.query("UPDATE app_keys SET revoked_at = ? WHERE key = ? AND app_id = ? AND revoked_at IS NULL").run(now, key, appId);
   if (r.changes === 0) throw notFound("key");
+  appsChanged(db);
 }

@@ -131,4 +131,16 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX funnels_by_app ON funnels(app_id);
     `,
   },
+  {
+    version: 3,
+    name: "daily visitor salts",
+    sql: `
+      -- One random salt per UTC day. Yesterday's is deleted once the day is over, so no
+      -- visitor hash can be recomputed from stored data.
+      CREATE TABLE salts (
+        day   TEXT PRIMARY KEY,
+        salt  TEXT NOT NULL
+      );
+    `,
+  },
 ];

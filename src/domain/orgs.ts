@@ -5,6 +5,7 @@ import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
 import { invalid } from "./errors.ts";
 import type { Actor } from "./roles.ts";
+import { appsChanged } from "./changes.ts";
 
 export const MAX_NAME = 100;
 
@@ -45,6 +46,7 @@ export function deleteOrg(db: Db, actor: Actor, orgId: number, confirm: string, 
     db.query("UPDATE invitations SET state = 'withdrawn' WHERE org_id = ? AND state = 'pending'").run(orgId);
     db.query("UPDATE api_tokens SET revoked_at = coalesce(revoked_at, ?) WHERE org_id = ?").run(now, orgId);
   })();
+  appsChanged(db);
 }
 
 export function orgsOfUser(db: Db, userId: number) {

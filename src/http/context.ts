@@ -7,6 +7,9 @@ import type { Logger } from "../log.ts";
 import type { Mailer } from "../mail.ts";
 import type { SignIn } from "../domain/signin.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
+import type { Ingest } from "../ingest/ingest.ts";
+import type { MemoryEventStore } from "../store/memory.ts";
+import type { Plan } from "../domain/plans.ts";
 
 export interface Services {
   config: Config;
@@ -19,4 +22,7 @@ export interface Services {
   /** Key that signs session cookies (configured, or generated once and kept in the store). */
   cookieSecret: string;
   scheduler: Scheduler;
+  ingest: Ingest;
+  store: MemoryEventStore;
+  plans: Plan[];
 }

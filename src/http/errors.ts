@@ -29,6 +29,7 @@ const KIND_STATUS: Record<ErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   gone: 410,
+  too_large: 413,
   rate_limited: 429,
   unavailable: 503,
 };

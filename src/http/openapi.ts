@@ -23,17 +23,24 @@ function mend(doc: Doc): Doc {
   return doc;
 }
 
+/** Mends the document served at `specPath` (registered before the plugin's route). */
+export function mendOpenapi(specPath: string) {
+  return new Elysia({ name: `sextant/openapi-mend${specPath}` }).onAfterHandle({ as: "global" }, ({ path, responseValue }) => {
+    if (path === specPath && responseValue && typeof responseValue === "object") mend(responseValue as Doc);
+  });
+}
+
 export function openapiDoc(svc: Services, version: string) {
   return new Elysia({ name: "sextant/openapi" })
-    .onAfterHandle({ as: "global" }, ({ path, responseValue }) => {
-      if (path === SPEC_PATH && responseValue && typeof responseValue === "object") mend(responseValue as Doc);
-    })
+    .use(mendOpenapi(SPEC_PATH))
     .use(
       openapi({
         path: "/api/v1/docs",
         specPath: SPEC_PATH,
         // No third-party CDN page: the JSON document is the product surface.
         provider: null,
+        // Ingest has its own document at /openapi.json.
+        exclude: { paths: ["/v1/batch", "/v1/event", "/script.js", "/openapi.json", "/auth/verify", "/invitations/accept"] },
         documentation: {
           info: {
             title: "Sextant dashboard API",

@@ -9,6 +9,7 @@ import type { JobSpec } from "./scheduler.ts";
 export interface JobDeps {
   db: Db;
   log: Logger;
+  ingest: { rotateSalts(now: number): number };
   /** Deletes the event data of purged apps; the event store provides it. */
   dropAppData: (appIds: number[]) => Promise<void> | void;
 }
@@ -35,6 +36,14 @@ export function standardJobs(d: JobDeps): JobSpec[] {
           await d.dropAppData(ids);
           d.log.info("purged deleted apps", { apps: ids.length });
         }
+      },
+    },
+    {
+      // A new visitor salt each UTC day; yesterday's is deleted so no hash can be recomputed.
+      name: "rotate-salts",
+      pattern: "0 0 0 * * *",
+      run(now) {
+        d.ingest.rotateSalts(now);
       },
     },
     {

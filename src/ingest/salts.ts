@@ -1,0 +1,37 @@
+// Daily visitor salts and the visitor hash. A random salt per UTC day lives in the
+// metadata store (so a restart keeps counting the same people once); at midnight the
+// previous day's salt is deleted, after which no stored hash can be recomputed.
+// visitor = hash(salt of the arrival day, app id, client address, agent), where agent is
+// the User-Agent for web and the batch's system fields for apps.
+
+import type { Db } from "../domain/db.ts";
+import { randomToken } from "../util/secrets.ts";
+import { hash53, utcDay } from "../util/hash.ts";
+
+export class Salts {
+  private cache = new Map<string, string>();
+
+  constructor(private db: Db) {}
+
+  saltFor(day: string): string {
+    const hit = this.cache.get(day);
+    if (hit) return hit;
+    this.db.query("INSERT INTO salts (day, salt) VALUES (?, ?) ON CONFLICT(day) DO NOTHING").run(day, randomToken(32));
+    const salt = this.db.query<{ salt: string }, [string]>("SELECT salt FROM salts WHERE day = ?").get(day)!.salt;
+    if (this.cache.size > 4) this.cache.clear();
+    this.cache.set(day, salt);
+    return salt;
+  }
+
+  visitor(now: number, appId: number, address: string, agent: string): number {
+    return hash53(`${this.saltFor(utcDay(now))}\u0000${appId}\u0000${address}\u0000${agent}`);
+  }
+
+  /** Deletes every salt older than today's (run at UTC midnight). */
+  rotate(now: number): number {
+    const today = utcDay(now);
+    for (const d of this.cache.keys()) if (d < today) this.cache.delete(d);
+    this.saltFor(today);
+    return this.db.query("DELETE FROM salts WHERE day < ?").run(today).changes;
+  }
+}

@@ -1,0 +1,40 @@
+// Web sessions, derived on the server: the same visitor with no event for 30 minutes
+// starts a new session. Kept in memory only (visitor hash -> session), swept as they end.
+// Visitors rotate daily, so a visit that crosses UTC midnight splits in two.
+
+import { hash53 } from "../util/hash.ts";
+
+export const SESSION_IDLE_MS = 30 * 60_000;
+
+export class WebSessions {
+  private open = new Map<number, { id: number; last: number }>();
+  private lastSweep = 0;
+
+  sessionFor(visitor: number, at: number): number {
+    this.sweep(at);
+    const s = this.open.get(visitor);
+    if (s && at - s.last < SESSION_IDLE_MS) {
+      if (at > s.last) s.last = at;
+      return s.id;
+    }
+    const id = hash53(`${visitor}\u0000${at}`);
+    this.open.set(visitor, { id, last: at });
+    return id;
+  }
+
+  /** Restores a session seen in the write-ahead log at start-up. */
+  remember(visitor: number, id: number, at: number) {
+    const s = this.open.get(visitor);
+    if (!s || s.last <= at) this.open.set(visitor, { id, last: at });
+  }
+
+  get size() {
+    return this.open.size;
+  }
+
+  private sweep(now: number) {
+    if (now - this.lastSweep < 60_000) return;
+    this.lastSweep = now;
+    for (const [v, s] of this.open) if (now - s.last >= SESSION_IDLE_MS) this.open.delete(v);
+  }
+}
