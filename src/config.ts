@@ -17,6 +17,8 @@ export interface Config {
   smtpFrom: string;
   signup: "open" | "invite";
   cookieSecret: string | null;
+  plansFile: string | null;
+  hardLimitPercent: number;
 }
 
 /** A bad value: the message is one line naming the variable and what it accepts. */
@@ -204,6 +206,28 @@ export const OPTIONS = [
     fallback: () => null,
     parse: (raw: string) => (raw.length >= 32 ? raw : undefined),
   } satisfies Option<"cookieSecret">,
+  {
+    key: "plansFile",
+    env: "SEXTANT_PLANS_FILE",
+    flag: "--plans-file",
+    unit: "path",
+    defaultText: "unset (built-in plans)",
+    description: "JSON file of plans [{id, events_per_month, price_usd_month}] replacing the built-in ones; must include free.",
+    accepts: "a file path",
+    fallback: () => null,
+    parse: nonEmpty,
+  } satisfies Option<"plansFile">,
+  {
+    key: "hardLimitPercent",
+    env: "SEXTANT_HARD_LIMIT_PERCENT",
+    flag: "--hard-limit-percent",
+    unit: "percent",
+    defaultText: "120",
+    description: "Events are accepted up to this share of the org's monthly limit, then dropped (over_quota).",
+    accepts: "an integer from 100 to 1000",
+    fallback: () => 120,
+    parse: int(100, 1000),
+  } satisfies Option<"hardLimitPercent">,
 ] as const;
 
 type AnyOption = Option<keyof Config>;

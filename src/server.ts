@@ -17,7 +17,23 @@ import { Scheduler } from "./scheduler/scheduler.ts";
 import { standardJobs } from "./scheduler/jobs.ts";
 import { Ingest } from "./ingest/ingest.ts";
 import { MemoryEventStore } from "./store/memory.ts";
-import { BUILTIN_PLANS, DEFAULT_HARD_LIMIT_PERCENT, planById } from "./domain/plans.ts";
+import { BUILTIN_PLANS, parsePlans, planById, type Plan } from "./domain/plans.ts";
+import { readFileSync } from "node:fs";
+import { ConfigError } from "./config.ts";
+
+function loadPlans(file: string): Plan[] {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    throw new ConfigError(`SEXTANT_PLANS_FILE: cannot read ${file}`);
+  }
+  try {
+    return parsePlans(text);
+  } catch (e) {
+    throw new ConfigError(`SEXTANT_PLANS_FILE: ${(e as Error).message}`);
+  }
+}
 import { join } from "node:path";
 
 export interface RunningServer {
@@ -43,6 +59,8 @@ export interface StartOptions {
 const MAX_REQUEST_BODY = 2 * 1024 * 1024;
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
+  // Configuration problems first, before anything is opened or bound.
+  const plans = config.plansFile ? loadPlans(config.plansFile) : BUILTIN_PLANS;
   const log = opts.logger ?? createLogger(config.log, opts.logSink);
   const db = openDb(config.dataDir);
   const now = opts.now ?? Date.now;
@@ -81,7 +99,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const cookieSecret = config.cookieSecret ?? getOrCreateSetting(db, "cookie_secret", () => randomToken(32));
   const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now });
   const scheduler = new Scheduler(log, now, opts.autoSchedule ?? true);
-  const plans = BUILTIN_PLANS;
   const store = new MemoryEventStore();
   const ingest = new Ingest({
     db,
@@ -90,7 +107,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     sink: store,
     walDir: join(config.dataDir, "wal"),
     limitFor: (_org, plan) => planById(plans, plan).events_per_month,
-    hardLimitPercent: () => DEFAULT_HARD_LIMIT_PERCENT,
+    hardLimitPercent: () => config.hardLimitPercent,
   });
   const t0 = performance.now();
   const replayed = ingest.replay();

@@ -1,0 +1,324 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { gzipSync } from "node:zlib";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { errorCode, startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
+import { batch, ev, newApp, ownerHeaders, sendBatch, SYSTEM } from "../helpers/ingest.ts";
+
+let s: TestServer;
+// Starts at real time: the helpers stamp events with the real clock.
+const clock = new TestClock();
+let owner: Record<string, string>;
+let app: { appId: number; orgId: number; key: string };
+
+beforeAll(async () => {
+  s = await startTestServer({ trustProxy: true }, { clock });
+  owner = await ownerHeaders(s);
+  app = await newApp(s, owner);
+});
+afterAll(() => s.stop());
+
+const stored = (appId = app.appId) => s.server.services.store.events(appId);
+const iso = (ms: number) => new Date(ms).toISOString();
+// Each test uses its own client address: the per-address limit would otherwise mix them.
+let addr = 0;
+const from = () => ({ "x-forwarded-for": `198.51.100.${++addr % 250}` });
+const usage = async (appId = app.appId) =>
+  ((await (await s.api(`/apps/${appId}/usage`, { headers: owner })).json()) as { outcomes: Record<string, number> }).outcomes;
+
+describe("batch answers (the spec's ingest error table)", () => {
+  test("200 with accepted and dropped; the events are stored with their system fields", async () => {
+    const before = stored().length;
+    const r = await sendBatch(s.url, app.key, batch([ev("open"), ev("tap", { props: { button: "buy", price: 9.5 } })]), { headers: from() });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ accepted: 2, dropped: 0 });
+    const evs = stored().slice(before);
+    expect(evs.map((e) => e.name)).toEqual(["open", "tap"]);
+    expect(evs[1]!.sp).toEqual({ button: "buy" });
+    expect(evs[1]!.np).toEqual({ price: 9.5 });
+    expect(evs[0]!.dims).toMatchObject({ os_name: "iOS", os_version: "17.2", app_version: "2.1.0", app_build: "210", device_model: "iPhone15,2", locale: "en_GB", platform: "ios", sdk: "sextant-swift/1.0.0" });
+    expect(evs[0]!.debug).toBe(false);
+  });
+
+  test("gzip bodies are accepted", async () => {
+    const r = await sendBatch(s.url, app.key, batch([ev("gz")]), { gzip: true, headers: from() });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ accepted: 1, dropped: 0 });
+  });
+
+  test("the same batch id is stored once, and a retry gets the first answer", async () => {
+    const id = crypto.randomUUID();
+    const body = batch([ev("once"), ev("$reserved")]);
+    const a = await (await sendBatch(s.url, app.key, body, { batchId: id, headers: from() })).json();
+    const n = stored().length;
+    const b = await sendBatch(s.url, app.key, batch([ev("different")]), { batchId: id, headers: from() });
+    expect(b.status).toBe(200);
+    expect(await b.json()).toEqual(a);
+    expect(a).toEqual({ accepted: 1, dropped: 1 });
+    expect(stored().length).toBe(n);
+  });
+
+  test("concurrent copies of one batch: each answer is the first answer or a 503 with Retry-After, and it is stored once", async () => {
+    const id = crypto.randomUUID();
+    const body = batch([ev("race"), ev("race")]);
+    const before = stored().filter((e) => e.name === "race").length;
+    const res = await Promise.all(Array.from({ length: 12 }, (_, i) => sendBatch(s.url, app.key, body, { batchId: id, headers: { "x-forwarded-for": `203.0.113.${i + 1}` } })));
+    for (const r of res) {
+      if (r.status === 503) expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+      else {
+        expect(r.status).toBe(200);
+        expect(await r.json()).toEqual({ accepted: 2, dropped: 0 });
+      }
+    }
+    expect(stored().filter((e) => e.name === "race").length - before).toBe(2);
+  });
+
+  test("400 for a malformed body or invalid system, naming the problem", async () => {
+    const cases: [string, SendParams][] = [
+      ["not JSON", { raw: "{oops" }],
+      ["not an object", { raw: "[1,2]" }],
+      ["no sdk", { body: { system: SYSTEM, events: [ev("a")] } }],
+      ["no system", { body: { sdk: "x", events: [ev("a")] } }],
+      ["system.os_name missing", { body: batch([ev("a")], { ...SYSTEM, os_name: undefined }) }],
+      ["system.app_version empty", { body: batch([ev("a")], { ...SYSTEM, app_version: "" }) }],
+      ["system.is_debug a string", { body: batch([ev("a")], { ...SYSTEM, is_debug: "yes" }) }],
+      ["system.locale a number", { body: batch([ev("a")], { ...SYSTEM, locale: 5 }) }],
+      ["zero events", { body: batch([]) }],
+      ["101 events", { body: batch(Array.from({ length: 101 }, () => ev("a"))) }],
+      ["events not an array", { body: { sdk: "x", system: SYSTEM, events: {} } }],
+      ["batch id not a UUID", { body: batch([ev("a")]), batchId: "batch-1" }],
+      ["no batch id", { body: batch([ev("a")]), batchId: null }],
+      ["wrong content type", { body: batch([ev("a")]), headers: { "content-type": "text/plain" } }],
+      ["truncated gzip", { gzRaw: gzipSync(Buffer.from(JSON.stringify(batch([ev("a")])))).subarray(0, 20) }],
+      ["invalid UTF-8", { raw: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]) }],
+      ["brotli", { body: batch([ev("a")]), headers: { "content-encoding": "br" } }],
+    ];
+    for (const [what, p] of cases) {
+      const r = await send(p);
+      expect({ what, status: r.status }).toEqual({ what, status: 400 });
+      const code = await errorCode(r);
+      expect(["malformed_batch", "unsupported_encoding"]).toContain(code);
+    }
+  });
+
+  test("401 for an unknown key, a revoked key, a site key, and no key", async () => {
+    expect((await sendBatch(s.url, "ak_unknown", batch([ev("a")]), { headers: from() })).status).toBe(401);
+    expect((await sendBatch(s.url, null, batch([ev("a")]), { headers: from() })).status).toBe(401);
+    const site = await newApp(s, owner, "web", ["https://example.com"], app.orgId);
+    expect((await sendBatch(s.url, site.key, batch([ev("a")]), { headers: from() })).status).toBe(401);
+    const other = await newApp(s, owner, "app", undefined, app.orgId);
+    expect((await sendBatch(s.url, other.key, batch([ev("a")]), { headers: from() })).status).toBe(200);
+    await s.api(`/apps/${other.appId}/keys/${other.key}`, { method: "DELETE", headers: owner });
+    const r = await sendBatch(s.url, other.key, batch([ev("a")]), { headers: from() });
+    expect(r.status).toBe(401);
+    expect(await errorCode(r)).toBe("unknown_key");
+  });
+
+  test("a deleted app's keys stop at once, and work again after a restore", async () => {
+    const a = await newApp(s, owner, "app", undefined, app.orgId);
+    expect((await sendBatch(s.url, a.key, batch([ev("a")]), { headers: from() })).status).toBe(200);
+    await s.api(`/apps/${a.appId}`, { method: "DELETE", headers: owner });
+    expect((await sendBatch(s.url, a.key, batch([ev("a")]), { headers: from() })).status).toBe(401);
+    await s.api(`/apps/${a.appId}/restore`, { method: "POST", headers: owner });
+    expect((await sendBatch(s.url, a.key, batch([ev("a")]), { headers: from() })).status).toBe(200);
+  });
+
+  test("413 for a body over 512 KB, and for a gzip bomb", async () => {
+    const big = batch([ev("a", { props: { pad: "x".repeat(200) } })]);
+    const raw = JSON.stringify(big).replace('"props"', `"pad":"${"y".repeat(600 * 1024)}","props"`);
+    const r = await sendBatch(s.url, app.key, null, { raw, headers: from() });
+    expect(r.status).toBe(413);
+    const bomb = gzipSync(Buffer.concat([Buffer.from('{"sdk":"'), Buffer.alloc(64 * 1024 * 1024, 0x61), Buffer.from('"}')]), { level: 9 });
+    const t0 = performance.now();
+    const b = await fetch(`${s.url}/v1/batch`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "gzip", "x-app-key": app.key, "x-batch-id": crypto.randomUUID(), ...from() },
+      body: bomb,
+    });
+    expect(b.status).toBe(413);
+    expect(await errorCode(b)).toBe("body_too_large");
+    expect(performance.now() - t0).toBeLessThan(5000);
+  });
+
+  test("paused app: 200 with reason paused and nothing stored; resumed: accepted again", async () => {
+    const a = await newApp(s, owner, "app", undefined, app.orgId);
+    await s.api(`/apps/${a.appId}`, { method: "PATCH", json: { paused: true }, headers: owner });
+    const r = await sendBatch(s.url, a.key, batch([ev("a"), ev("b")]), { headers: from() });
+    expect(await r.json()).toEqual({ accepted: 0, dropped: 2, reason: "paused" });
+    expect(stored(a.appId).length).toBe(0);
+    await s.api(`/apps/${a.appId}`, { method: "PATCH", json: { paused: false }, headers: owner });
+    expect(await (await sendBatch(s.url, a.key, batch([ev("a")]), { headers: from() })).json()).toEqual({ accepted: 1, dropped: 0 });
+    expect((await usage(a.appId)).paused).toBe(2);
+  });
+});
+
+type SendParams = { body?: unknown; raw?: string | Uint8Array; gzRaw?: Uint8Array; batchId?: string | null; headers?: Record<string, string> };
+function send(p: SendParams) {
+  if (p.gzRaw) {
+    return fetch(`${s.url}/v1/batch`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "gzip", "x-app-key": app.key, "x-batch-id": crypto.randomUUID(), ...from() },
+      body: p.gzRaw,
+    });
+  }
+  return sendBatch(s.url, app.key, p.body ?? null, { raw: p.raw, batchId: p.batchId, headers: { ...from(), ...(p.headers ?? {}) } });
+}
+
+describe("the spec's Limits table, row by row", () => {
+  const one = async (e: unknown) => {
+    const before = stored().length;
+    const r = await sendBatch(s.url, app.key, batch([e]), { headers: from() });
+    expect(r.status).toBe(200);
+    return { ans: (await r.json()) as { accepted: number; dropped: number }, ev: stored()[before] };
+  };
+
+  test("event names: 1-64 characters, no control characters, $ reserved", async () => {
+    expect((await one(ev("x".repeat(64)))).ans.accepted).toBe(1);
+    for (const bad of ["", "x".repeat(65), "bad\u0007name", "tab\tname"]) expect((await one(ev(bad))).ans).toEqual({ accepted: 0, dropped: 1 });
+    expect((await one({ ts: iso(clock.ms), session_id: "s" })).ans.dropped).toBe(1);
+    expect((await one(ev("$screen"))).ans).toEqual({ accepted: 0, dropped: 1 });
+    const u = await usage();
+    expect(u.invalid_name).toBeGreaterThanOrEqual(5);
+    expect(u.reserved_name).toBeGreaterThanOrEqual(1);
+  });
+
+  test("event time: ISO 8601 UTC; up to 10 minutes ahead is now; later or older than 7 days dropped", async () => {
+    const at = (ms: number) => ev("t", { ts: iso(ms) });
+    const ahead = await one(at(clock.ms + 9 * 60_000));
+    expect(ahead.ans.accepted).toBe(1);
+    expect(ahead.ev!.ts).toBe(clock.ms);
+    expect((await one(at(clock.ms + 11 * 60_000))).ans.accepted).toBe(0);
+    expect((await one(at(clock.ms - 7 * 86_400_000 + 60_000))).ans.accepted).toBe(1);
+    expect((await one(at(clock.ms - 7 * 86_400_000 - 60_000))).ans.accepted).toBe(0);
+    const dayAgo = Math.floor((clock.ms - 86_400_000) / 1000) * 1000 + 250;
+    const past = await one(ev("t", { ts: iso(dayAgo) }));
+    expect(past.ev!.ts).toBe(dayAgo);
+    const plain = iso(dayAgo).slice(0, 19);
+    expect((await one(ev("t", { ts: `${plain}+00:00` }))).ans.accepted).toBe(1);
+    for (const bad of [plain.slice(0, 10), `${plain}+02:00`, "yesterday", "2026-02-30T00:00:00Z", 1718000000]) {
+      expect((await one(ev("t", { ts: bad }))).ans.accepted).toBe(0);
+    }
+    const u = await usage();
+    expect(u.future_time).toBe(1);
+    expect(u.too_old).toBe(1);
+    expect(u.invalid_time).toBe(5);
+  });
+
+  test("properties: at most 25, keys 1-64, strings cut at 256, finite numbers and booleans kept, the rest dropped", async () => {
+    const props: Record<string, unknown> = {};
+    for (let i = 0; i < 30; i++) props[`p${String(i).padStart(2, "0")}`] = i;
+    expect(Object.keys((await one(ev("p", { props }))).ev!.np).length).toBe(25);
+    const r = await one(
+      ev("p", {
+        props: { long: "z".repeat(300), ok: true, no: false, n: 1.5, nul: null, arr: [1], obj: { a: 1 }, ["k".repeat(65)]: 1, "": 2, neg: -3 },
+      }),
+    );
+    expect(r.ev!.sp).toEqual({ long: "z".repeat(256), ok: "true", no: "false" });
+    expect(r.ev!.np).toEqual({ n: 1.5, neg: -3 });
+    // JSON has no Infinity, but 1e400 parses to it: not finite, dropped.
+    const inf = await sendBatch(s.url, app.key, null, {
+      raw: `{"sdk":"x","system":${JSON.stringify(SYSTEM)},"events":[{"name":"inf","ts":"${iso(clock.ms)}","session_id":"s","props":{"big":1e400,"fine":2}}]}`,
+      headers: from(),
+    });
+    expect(inf.status).toBe(200);
+    expect(stored().at(-1)!.np).toEqual({ fine: 2 });
+  });
+
+  test("personal data: keys named like it, and values that look like an email, a phone number or a UUID, are dropped", async () => {
+    const r = await one(
+      ev("pii", {
+        props: {
+          email: "x",
+          user_email: "y",
+          Phone: "z",
+          name: "Ada",
+          ip: "1.2.3.4",
+          address: "1 Main St",
+          contact: "ada@example.com",
+          tel2: "+44 20 7946 0958",
+          ref: "3f2b8c1e-9a7d-4e6f-8b5a-1c2d3e4f5a6b",
+          plan: "pro",
+          count: "1234567",
+          screen: "Settings",
+        },
+      }),
+    );
+    expect(r.ev!.sp).toEqual({ plan: "pro", count: "1234567", screen: "Settings" });
+  });
+
+  test("per client address: 10 batches a second with bursts of 20, then 429 with Retry-After", async () => {
+    const h = { "x-forwarded-for": "192.0.2.77" };
+    const statuses: number[] = [];
+    let retry = "";
+    for (let i = 0; i < 22; i++) {
+      const r = await sendBatch(s.url, app.key, batch([ev("burst")]), { headers: h });
+      statuses.push(r.status);
+      if (r.status === 429) retry = r.headers.get("retry-after") ?? "";
+    }
+    expect(statuses.slice(0, 20).every((x) => x === 200)).toBe(true);
+    expect(statuses.slice(20)).toEqual([429, 429]);
+    expect(Number(retry)).toBeGreaterThanOrEqual(1);
+    clock.advance(1000); // 10 more per second
+    expect((await sendBatch(s.url, app.key, batch([ev("burst")]), { headers: h })).status).toBe(200);
+  });
+
+  test("per key: at least 50 events a second averaged over a minute (3000 at once), then 429", async () => {
+    const a = await newApp(s, owner, "app", undefined, app.orgId);
+    const hundred = () => batch(Array.from({ length: 100 }, () => ev("k")));
+    for (let i = 0; i < 30; i++) {
+      const r = await sendBatch(s.url, a.key, hundred(), { headers: { "x-forwarded-for": `192.0.2.${100 + i}` } });
+      expect(r.status).toBe(200);
+    }
+    const over = await sendBatch(s.url, a.key, hundred(), { headers: { "x-forwarded-for": "192.0.2.200" } });
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("quota and restarts", () => {
+  test("over the org's limit: accepted up to hard_limit_percent, then over_quota", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sextant-plans-"));
+    writeFileSync(join(dir, "plans.json"), JSON.stringify([{ id: "free", events_per_month: 10, price_usd_month: 0 }]));
+    const t = await startTestServer({ plansFile: join(dir, "plans.json"), hardLimitPercent: 120 });
+    try {
+      const o = await ownerHeaders(t);
+      const a = await newApp(t, o);
+      const b = await newApp(t, o, "app", undefined, a.orgId);
+      const eight = () => batch(Array.from({ length: 8 }, () => ev("q")));
+      expect(await (await sendBatch(t.url, a.key, eight())).json()).toEqual({ accepted: 8, dropped: 0 });
+      // Counted per org: the second app shares the 12 (120% of 10).
+      expect(await (await sendBatch(t.url, b.key, eight())).json()).toEqual({ accepted: 4, dropped: 4, reason: "over_quota" });
+      expect(await (await sendBatch(t.url, a.key, eight())).json()).toEqual({ accepted: 0, dropped: 8, reason: "over_quota" });
+      const u = (await (await t.api(`/apps/${a.appId}/usage`, { headers: o })).json()) as { org_events_this_month: number; outcomes: Record<string, number>; events_per_month: number };
+      expect(u.org_events_this_month).toBe(12);
+      expect(u.events_per_month).toBe(10);
+      expect(u.outcomes.over_quota).toBe(8);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  test("a retry after a restart gets the first answer and stores nothing twice", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sextant-restart-"));
+    const t1 = await startTestServer({ dataDir: dir });
+    const o = await ownerHeaders(t1, "restart@example.com");
+    const a = await newApp(t1, o);
+    const id = crypto.randomUUID();
+    const first = await (await sendBatch(t1.url, a.key, batch([ev("r1"), ev("r2"), ev("$no")]), { batchId: id })).json();
+    expect(first).toEqual({ accepted: 2, dropped: 1 });
+    await t1.stop();
+    const t2 = await startTestServer({ dataDir: dir });
+    try {
+      expect(t2.server.services.store.count(a.appId)).toBe(2);
+      const again = await sendBatch(t2.url, a.key, batch([ev("other")]), { batchId: id });
+      expect(await again.json()).toEqual(first);
+      expect(t2.server.services.store.count(a.appId)).toBe(2);
+      const ev0 = t2.server.services.store.events(a.appId)[0]!;
+      expect(ev0.name).toBe("r1");
+      expect(ev0.dims.os_name).toBe("iOS");
+    } finally {
+      await t2.stop();
+    }
+  });
+});

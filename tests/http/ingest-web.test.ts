@@ -1,0 +1,255 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { errorCode, startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
+import { newApp, ownerHeaders, sendWeb } from "../helpers/ingest.ts";
+
+const CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+const IPHONE = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1";
+// Documentation address ranges never leave this machine; 81.2.69.160 is a well-known GB address in GeoIP test data.
+const GB_IP = "81.2.69.160";
+
+let s: TestServer;
+const clock = new TestClock(Date.UTC(2026, 10, 20, 10, 0, 0));
+let owner: Record<string, string>;
+let site: { appId: number; orgId: number; key: string };
+
+beforeAll(async () => {
+  s = await startTestServer({ trustProxy: true }, { clock });
+  owner = await ownerHeaders(s);
+  site = await newApp(s, owner, "web", ["https://example.com", "https://*.example.org", "http://localhost:3000"]);
+});
+afterAll(() => s.stop());
+
+const stored = (appId = site.appId) => s.server.services.store.events(appId);
+let n = 0;
+const client = (ua = CHROME, ip = `198.51.100.${(++n % 200) + 1}`) => ({ "user-agent": ua, "x-forwarded-for": ip });
+const event = (extra: Record<string, unknown> = {}) => ({ k: site.key, n: "pageview", u: "https://example.com/pricing?utm_source=newsletter&x=1#top", w: 1280, ...extra });
+
+describe("web events", () => {
+  test("202 with an empty body and CORS for an allowed origin; the event is enriched and stored", async () => {
+    const r = await sendWeb(s.url, event({ r: "https://www.google.com/search?q=stats", p: { plan: "pro" } }), {
+      origin: "https://example.com",
+      ...client(CHROME, GB_IP),
+    });
+    expect(r.status).toBe(202);
+    expect(await r.text()).toBe("");
+    expect(r.headers.get("access-control-allow-origin")).toBe("https://example.com");
+    const e = stored().at(-1)!;
+    expect(e.name).toBe("pageview");
+    expect(e.ts).toBe(clock.ms);
+    expect(e.sp).toEqual({ plan: "pro" });
+    expect(e.debug).toBe(false);
+    expect(e.dims).toMatchObject({
+      hostname: "example.com",
+      pathname: "/pricing",
+      utm_source: "newsletter",
+      referrer: "google.com",
+      referrer_source: "newsletter", // utm_source wins over the referrer
+      device_type: "laptop",
+      browser: "Chrome",
+      os_name: "Windows",
+      platform: "web",
+      country: "GB",
+    });
+  });
+
+  test("referrer sources: search engines, AI assistants, self-referrals ignored", async () => {
+    const src = async (r: string) => {
+      await sendWeb(s.url, event({ u: "https://example.com/", r }), { origin: "https://example.com", ...client() });
+      return [stored().at(-1)!.dims.referrer, stored().at(-1)!.dims.referrer_source];
+    };
+    expect(await src("https://www.bing.com/search?q=x")).toEqual(["bing.com", "Bing"]);
+    expect(await src("https://chatgpt.com/c/abc")).toEqual(["chatgpt.com", "ChatGPT"]);
+    expect(await src("https://www.perplexity.ai/search/x")).toEqual(["perplexity.ai", "Perplexity"]);
+    expect(await src("https://example.com/other")).toEqual(["", ""]);
+    expect(await src("https://unknown-blog.net/post")).toEqual(["unknown-blog.net", "unknown-blog.net"]);
+  });
+
+  test("device type from the screen width", async () => {
+    const dt = async (w: number) => {
+      await sendWeb(s.url, event({ w }), { origin: "https://example.com", ...client(IPHONE) });
+      return stored().at(-1)!.dims.device_type;
+    };
+    expect([await dt(390), await dt(800), await dt(1280), await dt(1920)]).toEqual(["mobile", "tablet", "laptop", "desktop"]);
+    expect(stored().at(-1)!.dims.os_name).toBe("iOS");
+  });
+
+  test("origins: exact scheme, host and port; *.example.org wildcards; others 403", async () => {
+    const ok = async (origin: string) => (await sendWeb(s.url, event(), { origin, ...client() })).status;
+    expect(await ok("https://example.com")).toBe(202);
+    expect(await ok("https://shop.example.org")).toBe(202);
+    expect(await ok("http://localhost:3000")).toBe(202);
+    expect(await ok("http://example.com")).toBe(403);
+    expect(await ok("https://example.com:8443")).toBe(403);
+    expect(await ok("https://example.org")).toBe(403);
+    expect(await ok("https://evilexample.org")).toBe(403);
+    expect(await ok("http://localhost:3001")).toBe(403);
+    const none = await sendWeb(s.url, event(), client());
+    expect(none.status).toBe(403);
+    expect(await errorCode(none)).toBe("origin_refused");
+  });
+
+  test("localhost pages are debug data", async () => {
+    await sendWeb(s.url, event({ u: "http://localhost:3000/dev" }), { origin: "http://localhost:3000", ...client() });
+    expect(stored().at(-1)!.debug).toBe(true);
+  });
+
+  test("403 for an unknown key or an app key; 400 for a malformed event", async () => {
+    expect((await sendWeb(s.url, event({ k: "wk_nope" }), { origin: "https://example.com", ...client() })).status).toBe(403);
+    const app = await newApp(s, owner, "app", undefined, site.orgId);
+    expect((await sendWeb(s.url, event({ k: app.key }), { origin: "https://example.com", ...client() })).status).toBe(403);
+    for (const body of ["{nope", "[]", JSON.stringify({ k: site.key, u: "https://example.com/" }), JSON.stringify(event({ u: "not a url" })), JSON.stringify(event({ u: "javascript:alert(1)" })), JSON.stringify(event({ n: "x".repeat(65) })), JSON.stringify(event({ w: "wide" })), JSON.stringify(event({ p: [1] }))]) {
+      const r = await sendWeb(s.url, body, { origin: "https://example.com", ...client() });
+      expect({ body, status: r.status }).toEqual({ body, status: 400 });
+    }
+  });
+
+  test("bots and reserved names are dropped, counted, and still answered 202", async () => {
+    const before = stored().length;
+    const bot = await sendWeb(s.url, event(), { origin: "https://example.com", ...client("Googlebot/2.1 (+http://www.google.com/bot.html)") });
+    expect(bot.status).toBe(202);
+    const res = await sendWeb(s.url, event({ n: "$internal" }), { origin: "https://example.com", ...client() });
+    expect(res.status).toBe(202);
+    expect(stored().length).toBe(before);
+    const u = (await (await s.api(`/apps/${site.appId}/usage`, { headers: owner })).json()) as { outcomes: Record<string, number> };
+    expect(u.outcomes.bot).toBe(1);
+    expect(u.outcomes.reserved_name).toBe(1);
+    expect(u.outcomes.origin_refused).toBeGreaterThanOrEqual(6);
+  });
+
+  test("OPTIONS preflight is answered", async () => {
+    const r = await fetch(`${s.url}/v1/event`, { method: "OPTIONS", headers: { origin: "https://example.com", "access-control-request-method": "POST" } });
+    expect(r.status).toBe(204);
+    expect(r.headers.get("access-control-allow-methods")).toContain("POST");
+    expect(r.headers.get("access-control-allow-origin")).toBe("https://example.com");
+  });
+
+  test("per client address: 30 a second with bursts of 60, then 429", async () => {
+    const h = { origin: "https://example.com", ...client(CHROME, "192.0.2.50") };
+    const st: number[] = [];
+    for (let i = 0; i < 62; i++) st.push((await sendWeb(s.url, event(), h)).status);
+    expect(st.slice(0, 60).every((x) => x === 202)).toBe(true);
+    expect(st.slice(60)).toEqual([429, 429]);
+  });
+});
+
+describe("visitors and sessions", () => {
+  test("the same address and agent is one visitor in one session; 30 idle minutes start a new session", async () => {
+    const h = { origin: "https://example.com", ...client(CHROME, "192.0.2.10") };
+    await sendWeb(s.url, event(), h);
+    const a = stored().at(-1)!;
+    clock.advance(29 * 60_000);
+    await sendWeb(s.url, event({ n: "signup" }), h);
+    const b = stored().at(-1)!;
+    expect(b.visitor).toBe(a.visitor);
+    expect(b.session).toBe(a.session);
+    clock.advance(31 * 60_000);
+    await sendWeb(s.url, event(), h);
+    const c = stored().at(-1)!;
+    expect(c.visitor).toBe(a.visitor);
+    expect(c.session).not.toBe(a.session);
+    await sendWeb(s.url, event(), { origin: "https://example.com", ...client(IPHONE, "192.0.2.10") });
+    expect(stored().at(-1)!.visitor).not.toBe(a.visitor);
+  });
+
+  test("visitors rotate at UTC midnight and yesterday's salt is deleted", async () => {
+    const h = { origin: "https://example.com", ...client(CHROME, "192.0.2.11") };
+    await sendWeb(s.url, event(), h);
+    const today = stored().at(-1)!.visitor;
+    clock.ms = Date.UTC(2026, 10, 21, 0, 0, 5);
+    await s.server.services.scheduler.advanceTo(clock.ms);
+    await sendWeb(s.url, event(), h);
+    expect(stored().at(-1)!.visitor).not.toBe(today);
+    const days = s.server.services.db.query("SELECT day FROM salts").all() as { day: string }[];
+    expect(days).toEqual([{ day: "2026-11-21" }]);
+  });
+
+  test("a proxied install: with the forwarding secret the forwarded address counts; a wrong secret is 403", async () => {
+    const { secret } = (await (await s.api(`/apps/${site.appId}/forwarding-secret`, { method: "POST", headers: owner })).json()) as { secret: string };
+    // Without SEXTANT_TRUST_PROXY the forwarded address would be ignored; here the server
+    // trusts proxies, so use a second server that does not.
+    const t = await startTestServer({}, { clock });
+    try {
+      const o = await ownerHeaders(t);
+      const w = await newApp(t, o, "web", ["https://example.com"]);
+      const sec = ((await (await t.api(`/apps/${w.appId}/forwarding-secret`, { method: "POST", headers: o })).json()) as { secret: string }).secret;
+      const body = { k: w.key, n: "pageview", u: "https://example.com/" };
+      const plain = await sendWeb(t.url, body, { origin: "https://example.com", "user-agent": CHROME, "x-forwarded-for": GB_IP });
+      expect(plain.status).toBe(202);
+      expect(t.server.services.store.events(w.appId).at(-1)!.dims.country).toBe(""); // loopback: no country, XFF ignored
+      const proxied = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec });
+      expect(proxied.status).toBe(202);
+      expect(t.server.services.store.events(w.appId).at(-1)!.dims.country).toBe("GB");
+      const viaHeader = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec, "cf-ipcountry": "NZ" });
+      expect(viaHeader.status).toBe(202);
+      expect(t.server.services.store.events(w.appId).at(-1)!.dims.country).toBe("NZ");
+      const wrong = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": secret });
+      expect(wrong.status).toBe(403);
+      // A new secret invalidates the previous one.
+      await t.api(`/apps/${w.appId}/forwarding-secret`, { method: "POST", headers: o });
+      expect((await sendWeb(t.url, body, { "user-agent": CHROME, "x-sextant-forwarding-secret": sec })).status).toBe(403);
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
+describe("tracker, documents and privacy", () => {
+  test("GET /script.js: under 2 KB gzipped, beacon with text/plain, fetch keepalive fallback, custom events", async () => {
+    const r = await fetch(`${s.url}/script.js`, { headers: { "accept-encoding": "gzip" }, decompress: false } as RequestInit);
+    expect(r.headers.get("content-type")).toContain("javascript");
+    expect(r.headers.get("content-encoding")).toBe("gzip");
+    const gz = new Uint8Array(await r.arrayBuffer());
+    expect(gz.length).toBeLessThan(2048);
+    const js = gunzipSync(gz).toString();
+    expect(js).toContain("sendBeacon");
+    expect(js).toContain("text/plain");
+    expect(js).toContain("keepalive");
+    expect(js).toContain("pushState");
+    expect(js).toContain("w.sextant=function");
+  });
+
+  test("the ingest OpenAPI document is served on the ingest listener and is valid", async () => {
+    const t = await startTestServer({ ingestPort: 0 });
+    try {
+      const doc = (await (await fetch(`${t.ingestUrl}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+      const result = await new Validator().validate(doc as unknown as Parameters<Validator["validate"]>[0]);
+      if (!result.valid) console.error(JSON.stringify(result.errors).slice(0, 2000));
+      expect(result.valid).toBe(true);
+      expect(Object.keys(doc.paths).sort()).toEqual(["/script.js", "/v1/batch", "/v1/event"]);
+      const o = await ownerHeaders(t);
+      const a = await newApp(t, o, "web", ["https://example.com"]);
+      expect((await sendWeb(t.ingestUrl, { k: a.key, n: "pageview", u: "https://example.com/" }, { origin: "https://example.com" })).status).toBe(202);
+      // The dashboard API is not on the ingest listener.
+      expect((await fetch(`${t.ingestUrl}/api/v1/apps`)).status).toBe(404);
+      // And the main listener serves the ingest document too.
+      expect((await fetch(`${t.url}/openapi.json`)).status).toBe(200);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  test("no client address or user agent is stored anywhere on disk or in the log", async () => {
+    const ip = "203.0.113.199";
+    const ua = "Mozilla/5.0 (X11; Linux x86_64) UniqueAgentForThisTest/42.0";
+    await sendWeb(s.url, event(), { origin: "https://example.com", "user-agent": ua, "x-forwarded-for": ip });
+    expect(stored().at(-1)!.dims.os_name).toBe("Linux");
+    const files: string[] = [];
+    const walk = (d: string) => {
+      for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : files.push(join(d, f.name));
+    };
+    walk(s.dataDir);
+    expect(files.some((f) => f.includes("wal"))).toBe(true);
+    for (const f of files) {
+      const bytes = readFileSync(f).toString("latin1");
+      expect({ f, ip: bytes.includes(ip) }).toEqual({ f, ip: false });
+      expect({ f, ua: bytes.includes("UniqueAgentForThisTest") }).toEqual({ f, ua: false });
+    }
+    const log = s.logs.join("\n");
+    expect(log).not.toContain(ip);
+    expect(log).not.toContain("UniqueAgentForThisTest");
+  });
+});
