@@ -8,7 +8,8 @@ import { createLogger, type Logger, type Sink } from "./log.ts";
 import { buildApi, buildIngest } from "./app.ts";
 import type { Services } from "./http/context.ts";
 import { errorResponse } from "./http/errors.ts";
-import { rememberAddress } from "./http/client.ts";
+import { addressFrom, rememberAddress } from "./http/client.ts";
+import { ingestHandlers, type IngestHandlers } from "./http/ingest.ts";
 import { createMailer } from "./mail.ts";
 import { SignIn } from "./domain/signin.ts";
 import { getOrCreateSetting } from "./domain/settings.ts";
@@ -64,10 +65,32 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const log = opts.logger ?? createLogger(config.log, opts.logSink);
   const db = openDb(config.dataDir);
   const now = opts.now ?? Date.now;
+  // The hot ingest endpoints go through Bun's native router to shared handlers
+  // (src/http/ingest.ts); everything else goes to the Elysia app.
+  let fast: IngestHandlers | undefined;
+  const timed = async (req: Request, route: string, run: () => Promise<Response> | Response) => {
+    const t0 = performance.now();
+    const res = await run();
+    log.request(req.method, route, res.status, performance.now() - t0);
+    return res;
+  };
+  const notReady = () => new Response(null, { status: 503, headers: { "retry-after": "1" } });
+  const nativeRoutes = {
+    "/v1/batch": {
+      POST: (req: Request, server: Server<undefined>) =>
+        fast ? timed(req, "/v1/batch", () => fast!.batch(req, addressFrom(req, server.requestIP(req)?.address, config))) : notReady(),
+    },
+    "/v1/event": {
+      POST: (req: Request, server: Server<undefined>) =>
+        fast ? timed(req, "/v1/event", () => fast!.web(req, addressFrom(req, server.requestIP(req)?.address, config))) : notReady(),
+      OPTIONS: (req: Request) => (fast ? timed(req, "/v1/event", () => fast!.preflight(req)) : notReady()),
+    },
+  };
   const listen = (fetch: (req: Request, server: Server<undefined>) => Response | Promise<Response>, port: number) =>
     Bun.serve({
       hostname: config.host,
       port,
+      routes: nativeRoutes,
       fetch,
       maxRequestBodySize: MAX_REQUEST_BODY,
       // Never Bun's development error page: it would show source and stack to clients.
@@ -114,6 +137,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   log.info("write-ahead log replayed", { ...replayed, ms: Math.round(performance.now() - t0) });
   const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans };
   for (const job of standardJobs({ db, log, ingest, dropAppData: (ids) => store.dropApps(ids) })) scheduler.add(job);
+  fast = ingestHandlers(services);
   const api = buildApi(services);
   handleMain = (req) => api.handle(req);
   if (ingestListener) {
@@ -124,6 +148,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const url = `http://${displayHost(config.host)}:${main.port}`;
   const ingestUrl = ingestListener ? `http://${displayHost(config.host)}:${ingestListener.port}` : url;
   log.info("listening", { url, ingest_url: ingestUrl, data_dir: config.dataDir });
+  // Whoever waits for this line (an operator, a supervisor, a test) should see it now.
+  log.flush();
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -135,6 +161,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       mailer.close();
       db.close();
       log.info("stopped");
+      log.flush();
     })());
 
   const routes = () => api.routes as ReturnType<RunningServer["routes"]>;

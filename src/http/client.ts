@@ -24,3 +24,9 @@ export function clientAddress(req: Request, config: Pick<Config, "trustProxy">):
   }
   return addresses.get(req) ?? "unknown";
 }
+
+/** The same rule, for handlers that get the server directly (the native ingest routes). */
+export function addressFrom(req: Request, peer: string | undefined, config: Pick<Config, "trustProxy">): string {
+  rememberAddress(req, peer);
+  return clientAddress(req, config);
+}

@@ -8,7 +8,8 @@ import { openapi } from "@elysiajs/openapi";
 import type { Services } from "./context.ts";
 import { clientAddress } from "./client.ts";
 import { ErrorBody } from "./models.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError, domainErrorResponse, errorResponse } from "./errors.ts";
+import { DomainError } from "../domain/errors.ts";
 import { Batch, BatchAnswerSchema, BatchEvent, WebEventSchema } from "../ingest/schemas.ts";
 import { TRACKER_JS } from "./tracker.ts";
 import { mendOpenapi } from "./openapi.ts";
@@ -23,87 +24,108 @@ const jsonBody = (schema: object, description: string, type = "application/json"
   requestBody: { required: true, description, content: { [type]: { schema } } },
 });
 
-export function ingestRoutes(svc: Services) {
+/**
+ * The two hot endpoints as plain request -> response functions. The listener routes them
+ * straight from Bun's native router (server.ts), skipping the framework's per-request
+ * work, which alone cost more than the whole budget of a web event; the Elysia routes
+ * below call the same functions, so behaviour and the OpenAPI description stay one.
+ */
+export function ingestHandlers(svc: Services) {
   const { ingest, config } = svc;
-  let trackerGz: Uint8Array | undefined;
-  return new Elysia({ name: "sextant/ingest" })
-    .post(
-      "/v1/batch",
-      async ({ request, headers }) => {
-        const encoding = (headers["content-encoding"] ?? "").trim().toLowerCase();
+  const fail = (e: unknown): Response => {
+    if (e instanceof DomainError) return domainErrorResponse(e);
+    if (e instanceof ApiError) return errorResponse(e.status, e.code, e.message, e.headers);
+    svc.log.error("unhandled error", { route: "ingest", error: e instanceof Error ? e.message : String(e) });
+    return errorResponse(500, "internal_error", "Something went wrong on our side; it has been logged.");
+  };
+  const h = (req: Request, name: string) => req.headers.get(name);
+  return {
+    async batch(req: Request, address: string): Promise<Response> {
+      try {
+        const encoding = (h(req, "content-encoding") ?? "").trim().toLowerCase();
         if (encoding !== "" && encoding !== "identity" && encoding !== "gzip") {
           throw new ApiError(400, "unsupported_encoding", "Content-Encoding must be gzip, or absent.");
         }
-        const body = new Uint8Array(await request.arrayBuffer());
-        return ingest.batch({
-          key: headers["x-app-key"] ?? null,
-          batchId: headers["x-batch-id"] ?? null,
-          contentType: headers["content-type"] ?? null,
+        const ans = await ingest.batch({
+          key: h(req, "x-app-key"),
+          batchId: h(req, "x-batch-id"),
+          contentType: h(req, "content-type"),
           gzip: encoding === "gzip",
-          body,
-          address: clientAddress(request, config),
+          body: new Uint8Array(await req.arrayBuffer()),
+          address,
         });
-      },
-      {
-        parse: "none",
-        response: { 200: BatchAnswerSchema, 400: ErrorBody, 401: ErrorBody, 413: ErrorBody, 429: ErrorBody, 503: ErrorBody },
-        detail: {
-          summary: "Send a batch of app events",
-          description:
-            "Headers: X-App-Key (ak_...), X-Batch-Id (a UUID made with the batch and reused on every retry), Content-Type application/json, " +
-            "optional Content-Encoding gzip. At most 512 KB after decompression. A 200 means the events are on disk; the same batch id is " +
-            "stored once and a retry gets the first answer back. 429 and 503 carry Retry-After: keep the batch and retry.",
-          tags: ["ingest"],
-          parameters: [
-            { name: "X-App-Key", in: "header", required: true, schema: { type: "string" } },
-            { name: "X-Batch-Id", in: "header", required: true, schema: { type: "string", format: "uuid" } },
-            { name: "Content-Encoding", in: "header", required: false, schema: { type: "string", enum: ["gzip"] } },
-          ],
-          ...jsonBody({ ...Batch, properties: { ...Batch.properties, events: { ...Batch.properties.events, items: BatchEvent } } }, "A Batch."),
-        },
-      },
-    )
-    .post(
-      "/v1/event",
-      async ({ request, headers }) => {
-        const body = new Uint8Array(await request.arrayBuffer());
+        return Response.json(ans);
+      } catch (e) {
+        return fail(e);
+      }
+    },
+    async web(req: Request, address: string): Promise<Response> {
+      try {
         const ans = await ingest.web({
-          body,
-          origin: headers["origin"] ?? null,
-          userAgent: headers["user-agent"] ?? "",
-          address: clientAddress(request, config),
-          forwardedFor: headers["x-forwarded-for"] ?? null,
-          forwardingSecret: headers["x-sextant-forwarding-secret"] ?? null,
-          countryHeader: headers["cf-ipcountry"] ?? headers["x-sextant-country"] ?? null,
+          body: new Uint8Array(await req.arrayBuffer()),
+          origin: h(req, "origin"),
+          userAgent: h(req, "user-agent") ?? "",
+          address,
+          forwardedFor: h(req, "x-forwarded-for"),
+          forwardingSecret: h(req, "x-sextant-forwarding-secret"),
+          countryHeader: h(req, "cf-ipcountry") ?? h(req, "x-sextant-country"),
           trustProxy: config.trustProxy,
         });
-        const h: Record<string, string> = ans.allowOrigin ? { "access-control-allow-origin": ans.allowOrigin, vary: "Origin" } : {};
-        return new Response(null, { status: 202, headers: h });
-      },
-      {
-        parse: "none",
-        response: { 202: t.Void(), 400: ErrorBody, 403: ErrorBody, 413: ErrorBody, 429: ErrorBody, 503: ErrorBody },
-        detail: {
-          summary: "Send one web event (a beacon)",
-          description:
-            "JSON sent as text/plain (a simple CORS request). The Origin must be one of the site's origins. A proxied install sends " +
-            "X-Sextant-Forwarding-Secret and the visitor's address as the last X-Forwarded-For entry. 202 with an empty body; trackers do not retry.",
-          tags: ["ingest"],
-          ...jsonBody(WebEventSchema, "A WebEvent.", "text/plain"),
-        },
-      },
-    )
-    .options(
-      "/v1/event",
-      ({ headers }) => {
-        const origin = headers["origin"];
         return new Response(null, {
-          status: 204,
-          headers: origin ? { ...CORS_PREFLIGHT, "access-control-allow-origin": origin, vary: "Origin" } : CORS_PREFLIGHT,
+          status: 202,
+          headers: ans.allowOrigin ? { "access-control-allow-origin": ans.allowOrigin, vary: "Origin" } : undefined,
         });
+      } catch (e) {
+        return fail(e);
+      }
+    },
+    preflight(req: Request): Response {
+      const origin = h(req, "origin");
+      return new Response(null, {
+        status: 204,
+        headers: origin ? { ...CORS_PREFLIGHT, "access-control-allow-origin": origin, vary: "Origin" } : CORS_PREFLIGHT,
+      });
+    },
+  };
+}
+
+export type IngestHandlers = ReturnType<typeof ingestHandlers>;
+
+export function ingestRoutes(svc: Services, handlers: IngestHandlers = ingestHandlers(svc)) {
+  const { config } = svc;
+  let trackerGz: Uint8Array | undefined;
+  return new Elysia({ name: "sextant/ingest" })
+    .post("/v1/batch", ({ request }) => handlers.batch(request, clientAddress(request, config)), {
+      parse: "none",
+      response: { 200: BatchAnswerSchema, 400: ErrorBody, 401: ErrorBody, 413: ErrorBody, 429: ErrorBody, 503: ErrorBody },
+      detail: {
+        summary: "Send a batch of app events",
+        description:
+          "Headers: X-App-Key (ak_...), X-Batch-Id (a UUID made with the batch and reused on every retry), Content-Type application/json, " +
+          "optional Content-Encoding gzip. At most 512 KB after decompression. A 200 means the events are on disk; the same batch id is " +
+          "stored once and a retry gets the first answer back. 429 and 503 carry Retry-After: keep the batch and retry.",
+        tags: ["ingest"],
+        parameters: [
+          { name: "X-App-Key", in: "header", required: true, schema: { type: "string" } },
+          { name: "X-Batch-Id", in: "header", required: true, schema: { type: "string", format: "uuid" } },
+          { name: "Content-Encoding", in: "header", required: false, schema: { type: "string", enum: ["gzip"] } },
+        ],
+        ...jsonBody({ ...Batch, properties: { ...Batch.properties, events: { ...Batch.properties.events, items: BatchEvent } } }, "A Batch."),
       },
-      { detail: { summary: "CORS preflight", tags: ["ingest"] } },
-    )
+    })
+    .post("/v1/event", ({ request }) => handlers.web(request, clientAddress(request, config)), {
+      parse: "none",
+      response: { 202: t.Void(), 400: ErrorBody, 403: ErrorBody, 413: ErrorBody, 429: ErrorBody, 503: ErrorBody },
+      detail: {
+        summary: "Send one web event (a beacon)",
+        description:
+          "JSON sent as text/plain (a simple CORS request). The Origin must be one of the site's origins. A proxied install sends " +
+          "X-Sextant-Forwarding-Secret and the visitor's address as the last X-Forwarded-For entry. 202 with an empty body; trackers do not retry.",
+        tags: ["ingest"],
+        ...jsonBody(WebEventSchema, "A WebEvent.", "text/plain"),
+      },
+    })
+    .options("/v1/event", ({ request }) => handlers.preflight(request), { detail: { summary: "CORS preflight", tags: ["ingest"] } })
     .get(
       "/script.js",
       ({ headers }) => {

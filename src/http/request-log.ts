@@ -21,12 +21,7 @@ export function requestLog(log: Logger) {
             : typeof set.status === "number"
               ? set.status
               : 200;
-      log.info("request", {
-        method: request.method,
-        // The template (/api/v1/apps/:id), never the concrete path: ids and tokens stay out.
-        route: route || "(unmatched)",
-        status,
-        ms: t0 === undefined ? undefined : Math.round((performance.now() - t0) * 100) / 100,
-      });
+      // The template (/api/v1/apps/:id), never the concrete path: ids and tokens stay out.
+      log.request(request.method, route || "(unmatched)", status, t0 === undefined ? 0 : performance.now() - t0);
     });
 }

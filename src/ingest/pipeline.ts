@@ -8,7 +8,7 @@ import { emptyDims, type StoredEvent } from "../store/event.ts";
 import { isValidEventName } from "../store/dimensions.ts";
 import { parseIsoUtc } from "./iso-time.ts";
 import { cleanProps } from "./props.ts";
-import { classifyReferrer, deviceTypeFromWidth, MAX_DIM, parsePage, platformFromOs, type AgentInfo } from "./enrich.ts";
+import { classifyReferrer, deviceTypeFromWidth, MAX_DIM, parsePage, platformFromOs, type AgentInfo, type PageInfo } from "./enrich.ts";
 import type { DropReason } from "./outcomes.ts";
 import { hash53 } from "../util/hash.ts";
 import { checkBatch, checkWebEvent } from "./schemas.ts";
@@ -66,6 +66,8 @@ export function parseBatch(json: unknown): ParseResult<ParsedBatch> {
 
 /** What a batch's events share: its app and the values derived from the request. */
 export interface BatchContext {
+  /** session_id -> hash, for the events of one batch (they mostly share one). */
+  sessions?: Map<string, number>;
   app: number;
   /** When the request arrived (ms): the reference for future and too-old times. */
   receivedAt: number;
@@ -115,7 +117,12 @@ export const BATCH_STEPS: [string, Step][] = [
       const s = d.raw.session_id;
       if (typeof s !== "string" || s.length < 1 || s.length > 128) return "invalid_session";
       // Stored as a hash scoped to the app: the client's id itself is never kept.
-      d.session = hash53(`${ctx.app}\u0000${s.toLowerCase()}`);
+      let h = ctx.sessions?.get(s);
+      if (h === undefined) {
+        h = hash53(`${ctx.app}\u0000${s.toLowerCase()}`);
+        ctx.sessions?.set(s, h);
+      }
+      d.session = h;
       return null;
     },
   ],
@@ -137,6 +144,7 @@ export interface StepOutcome {
 
 /** Runs every event of a valid batch through the steps. */
 export function batchEvents(batch: ParsedBatch, ctx: BatchContext): StepOutcome {
+  ctx.sessions ??= new Map();
   const drops: Partial<Record<DropReason, number>> = {};
   const events: StoredEvent[] = [];
   const dims = emptyDims();
@@ -173,6 +181,8 @@ const cutDim = (s: string) => (s.length > MAX_DIM ? s.slice(0, MAX_DIM) : s);
 // ---- web events -----------------------------------------------------------------------------
 
 export interface WebEventBody {
+  /** The parsed page URL (checked once, used for the dimensions). */
+  page: PageInfo;
   k: string;
   n: string;
   u: string;
@@ -187,10 +197,12 @@ export function parseWebEvent(json: unknown): ParseResult<WebEventBody> {
   if (problem) return { ok: false, message: problem };
   const { k, n, u, r, w, p } = json as Record<string, unknown>;
   if (!isValidEventName(n as string)) return { ok: false, message: "n: an event name has no control characters." };
-  if (!parsePage(u as string)) return { ok: false, message: "u: must be the page's http(s) URL." };
+  const page = parsePage(u as string);
+  if (!page) return { ok: false, message: "u: must be the page's http(s) URL." };
   return {
     ok: true,
     value: {
+      page,
       k: k as string,
       n: n as string,
       u: u as string,
@@ -216,7 +228,7 @@ const LOCAL_HOST = /^(localhost|127\.\d+\.\d+\.\d+|\[?::1\]?|0\.0\.0\.0|.+\.loca
 export function webEvent(body: WebEventBody, ctx: WebContext): StoredEvent | DropReason {
   if (body.n.startsWith("$")) return "reserved_name";
   if (ctx.agent.bot) return "bot";
-  const page = parsePage(body.u)!;
+  const page = body.page;
   const dims = emptyDims();
   const ref = classifyReferrer(body.r, page.hostname, page.utm_source);
   dims.country = ctx.country;

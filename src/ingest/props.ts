@@ -26,11 +26,18 @@ export const PERSONAL_KEYS = new Set([
 ]);
 const SUFFIXES = ["email", "phone", "phonenumber", "ipaddress", "deviceid", "password", "token", "address", "userid", "lastname", "firstname", "fullname", "username"];
 
+// Apps send the same few keys over and over: decide each once.
+let keyVerdicts = new Map<string, boolean>();
+
 export function isPersonalKey(key: string): boolean {
+  const hit = keyVerdicts.get(key);
+  if (hit !== undefined) return hit;
   const k = key.toLowerCase().replace(/[^a-z0-9]/g, "");
-  if (PERSONAL_KEYS.has(k)) return true;
-  for (const s of SUFFIXES) if (k.length > s.length && k.endsWith(s)) return true;
-  return false;
+  let personal = PERSONAL_KEYS.has(k);
+  for (const s of SUFFIXES) if (!personal && k.length > s.length && k.endsWith(s)) personal = true;
+  if (keyVerdicts.size >= 10_000) keyVerdicts = new Map();
+  keyVerdicts.set(key, personal);
+  return personal;
 }
 
 const EMAIL = /[^\s@]+@[^\s@]+\.[^\s@]{2,}/;

@@ -15,7 +15,7 @@ interface Bucket {
 }
 
 export class RateLimiter {
-  private buckets = new Map<string, Bucket>();
+  private buckets = new Map<string | number, Bucket>();
   private lastSweep = 0;
 
   constructor(
@@ -28,7 +28,7 @@ export class RateLimiter {
    * Takes `cost` tokens; answers 0 when allowed, else the seconds to wait before retrying.
    * `spec` overrides the limiter's own for this key (per-plan rates).
    */
-  take(key: string, cost = 1, spec: BucketSpec = this.spec): number {
+  take(key: string | number, cost = 1, spec: BucketSpec = this.spec): number {
     const t = this.now();
     this.sweep(t);
     let b = this.buckets.get(key);

@@ -1,0 +1,161 @@
+// Ingest throughput and latency, side by side in one run over loopback: a bare Bun.serve
+// answering 202 (the baseline), then Sextant's full web-event path and gzip batches of
+// 100 events (fsynced before the answer), each alone and again while a dashboard query
+// load runs. Server on core 0, load generators (wrk) on core 1.
+// Run: bun bench/ingest.ts [seconds]   (writes the "ingest" section of bench/RESULTS.md)
+
+import { mkdtempSync, writeFileSync, rmSync, openSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { loadConfig } from "../src/config.ts";
+import { startServer } from "../src/server.ts";
+import { ensureUser } from "../src/domain/users.ts";
+import { createOrg } from "../src/domain/orgs.ts";
+import { createApp } from "../src/domain/apps.ts";
+import { createToken } from "../src/domain/tokens.ts";
+import { fmt, machine, ROOT, waitFor, wrk, writeSection, type WrkResult } from "./lib.ts";
+
+const SECONDS = Number(process.argv[2] ?? 10);
+const CONNS = 64;
+const PORT = 18190;
+const BARE_PORT = 18199;
+
+const dir = mkdtempSync(join(tmpdir(), "sextant-bench-ingest-"));
+const plansFile = join(dir, "plans.json");
+writeFileSync(plansFile, JSON.stringify([{ id: "free", events_per_month: 10_000_000_000, price_usd_month: 0 }]));
+
+// Fixtures through the project's own domain functions.
+const setup = await startServer(loadConfig([], {}, { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent", plansFile }));
+const db = setup.services.db;
+const user = ensureUser(db, "bench@example.com", Date.now());
+const actor = { kind: "user" as const, userId: user.id, sessionId: "" };
+const { id: orgId } = createOrg(db, user.id, "Bench", Date.now());
+const site = createApp(db, actor, { org_id: orgId, kind: "web", name: "Site", origins: ["https://example.com"] }, Date.now());
+const app = createApp(db, actor, { org_id: orgId, kind: "app", name: "App" }, Date.now());
+const token = createToken(db, actor, orgId, "bench", Date.now());
+await setup.stop();
+
+const now = Date.now();
+const batchBody = gzipSync(
+  JSON.stringify({
+    sdk: "sextant-swift/1.0.0",
+    system: { os_name: "iOS", os_version: "17.2", device_model: "iPhone15,2", locale: "en_GB", app_version: "2.1.0", app_build: "210", is_debug: false },
+    events: Array.from({ length: 100 }, (_, i) => ({
+      name: ["screen_view", "tap", "purchase", "search"][i % 4],
+      ts: new Date(now - (100 - i) * 1000).toISOString(),
+      session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e",
+      props: { screen: `Screen${i % 7}`, value: i },
+    })),
+  }),
+);
+const batchFile = join(dir, "batch.json.gz");
+writeFileSync(batchFile, batchBody);
+
+const env = {
+  SITE_KEY: site.key,
+  APP_KEY: app.key,
+  BATCH_FILE: batchFile,
+  API_TOKEN: token.token,
+  QUERY_PATHS: [`/api/v1/apps/${app.app.id}/usage`, "/api/v1/apps", `/api/v1/apps/${site.app.id}/usage`, `/api/v1/apps/${app.app.id}`].join(","),
+};
+const web = join(ROOT, "bench", "wrk", "web.lua");
+const bat = join(ROOT, "bench", "wrk", "batch.lua");
+const qry = join(ROOT, "bench", "wrk", "query.lua");
+
+function pinned(cmd: string[], extraEnv: Record<string, string>, logFile: string) {
+  const out = openSync(logFile, "w");
+  return Bun.spawn(["taskset", "-c", "0", process.execPath, ...cmd], { env: { ...process.env, ...extraEnv }, stdout: out, stderr: out });
+}
+
+/** CPU time (user + system) a process has used, in microseconds, from /proc. */
+function cpuMicros(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return ((Number(f[11]) + Number(f[12])) * 1e6) / 100;
+}
+
+// Both servers run side by side on core 0 for the whole run; rounds alternate between
+// them so that the machine's noise (shared host) falls on both alike.
+const bare = pinned([join(ROOT, "bench", "bare-server.ts")], { PORT: String(BARE_PORT) }, join(dir, "bare.log"));
+const server = pinned(
+  [join(ROOT, "bin", "sextant.ts"), "serve"],
+  { SEXTANT_DATA_DIR: dir, SEXTANT_PORT: String(PORT), SEXTANT_HOST: "127.0.0.1", SEXTANT_TRUST_PROXY: "true", SEXTANT_PLANS_FILE: plansFile, SEXTANT_LOG: "json" },
+  join(dir, "server.log"),
+);
+const base = `http://127.0.0.1:${PORT}`;
+const bareUrl = `http://127.0.0.1:${BARE_PORT}`;
+await waitFor(`${bareUrl}/`);
+await waitFor(`${base}/healthz`);
+// Warm-up: JIT, caches, the first write-ahead log segment.
+wrk(`${bareUrl}/v1/event`, web, { connections: CONNS, seconds: 2, core: 1, env });
+wrk(`${base}/v1/event`, web, { connections: CONNS, seconds: 2, core: 1, env });
+wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: 2, core: 1, env });
+
+interface Measured extends WrkResult {
+  cpuPerReqUs: number;
+}
+function measure(url: string, script: string, pid: number): Measured {
+  const c0 = cpuMicros(pid);
+  const r = wrk(url, script, { connections: CONNS, seconds: SECONDS, core: 1, env });
+  const c1 = cpuMicros(pid);
+  return { ...r, cpuPerReqUs: (c1 - c0) / Math.max(1, r.requests) };
+}
+
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const runs: Record<string, Measured[]> = { bare: [], web: [], webQ: [], batch: [], batchQ: [] };
+const queryRates: number[] = [];
+for (let round = 0; round < ROUNDS; round++) {
+  runs.bare!.push(measure(`${bareUrl}/v1/event`, web, bare.pid));
+  runs.web!.push(measure(`${base}/v1/event`, web, server.pid));
+  runs.batch!.push(measure(`${base}/v1/batch`, bat, server.pid));
+  for (const [key, url, script] of [
+    ["webQ", `${base}/v1/event`, web],
+    ["batchQ", `${base}/v1/batch`, bat],
+  ] as const) {
+    const q = Bun.spawn(["taskset", "-c", "1", "wrk", "-t1", "-c4", `-d${SECONDS}s`, "-s", qry, base], { env: { ...process.env, ...env }, stdout: "pipe" });
+    const c0 = cpuMicros(server.pid);
+    const r = wrk(url, script, { connections: CONNS, seconds: SECONDS, core: 1, env });
+    const c1 = cpuMicros(server.pid);
+    const qText = await new Response(q.stdout).text();
+    queryRates.push(Number(/Requests\/sec:\s+([\d.]+)/.exec(qText)?.[1] ?? 0));
+    runs[key]!.push({ ...r, cpuPerReqUs: (c1 - c0) / Math.max(1, r.requests) });
+  }
+}
+
+const rss = Number(Bun.spawnSync(["ps", "-o", "rss=", "-p", String(server.pid)]).stdout.toString().trim() || 0) / 1024;
+server.kill("SIGTERM");
+bare.kill();
+await Promise.all([server.exited, bare.exited]);
+rmSync(dir, { recursive: true, force: true });
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const rows = [
+  ["bare Bun.serve, 202", "bare", 1],
+  ["web event, full path", "web", 1],
+  ["web event, with query load", "webQ", 1],
+  ["batch of 100, gzip, fsynced", "batch", 100],
+  ["batch of 100, with query load", "batchQ", 100],
+] as const;
+const table = rows
+  .map(([name, key, per]) => {
+    const rs = runs[key]!;
+    const ratios = rs.map((r, i) => (r.rps * per) / runs.bare![i]!.rps);
+    return `| ${name} | ${fmt(median(rs.map((r) => r.rps)))} | ${fmt(median(rs.map((r) => r.rps * per)))} | ${fmt(median(rs.map((r) => r.p50ms)), 2)} | ${fmt(median(rs.map((r) => r.p99ms)), 2)} | ${fmt(median(ratios), 2)}x (${ratios.map((x) => fmt(x, 2)).join(", ")}) | ${fmt(median(rs.map((r) => r.cpuPerReqUs)), 1)} | ${rs.reduce((a, r) => a + r.non2xx, 0)} |`;
+  })
+  .join("\n");
+
+const body = `## Ingest (bench/ingest.ts)
+
+- Machine: ${machine()}
+- Date: ${new Date().toISOString().slice(0, 10)}
+- Command: \`bun bench/ingest.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). The bare server and Sextant (\`sextant serve\`, JSON request log to a file, every accepted event fsynced by group commit before the answer) both run pinned to core 0; wrk runs pinned to core 1 with ${CONNS} connections, ${SECONDS} s per row. Rows alternate round by round and the table gives medians; the ratio column also lists each round's ratio against the bare run of the same round, since this shared machine's speed drifts by tens of percent between minutes.
+- The query load (rows "with query load") is a second wrk with 4 connections reading with an API token (median ${fmt(median(queryRates))} requests/s). The stats endpoints arrive with their issue; until then the load is usage, app and app-list reads.
+- CPU µs/request: the server process's user+system CPU time over the row divided by the requests it answered (steadier than throughput on a noisy host).
+
+| Row | Requests/s | Events/s | p50 ms | p99 ms | Events/s ÷ bare requests/s (per round) | CPU µs/request | Non-2xx |
+|---|---|---|---|---|---|---|---|
+${table}
+
+Targets (issue [3/7]): web events at least 0.6x the bare requests/s with p99 at most 3 ms at 64 connections; batches at least 4x the bare requests/s counted in events, p99 under 25 ms. Server RSS at the end of the run: ${fmt(rss)} MiB (every event of the run still in memory: the interim store keeps objects until the columnar store replaces it).`;
+writeSection("ingest", body);
+console.log(body);
