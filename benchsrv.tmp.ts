@@ -17,3 +17,4 @@ await s0.stop();
 writeFileSync("/tmp/site.key", site.key);
 const s = await startServer(loadConfig([], {}, { dataDir: dir, port: 18400, host: "127.0.0.1", log: (process.env.LOGF as any) ?? "json", plansFile, trustProxy: true }), { logSink: process.env.LOGF === "json" ? undefined : undefined });
 process.on("SIGTERM", async () => { await s.stop(); process.exit(0); });
+if (process.env.NOSTORE) (s.services.store as any).append = () => {};

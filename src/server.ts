@@ -78,11 +78,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const nativeRoutes = {
     "/v1/batch": {
       POST: (req: Request, server: Server<undefined>) =>
-        fast ? timed(req, "/v1/batch", () => fast!.batch(req, addressFrom(req, server.requestIP(req)?.address, config))) : notReady(),
+        fast ? timed(req, "/v1/batch", () => fast!.batch(req, addressFrom(req, server, config))) : notReady(),
     },
     "/v1/event": {
       POST: (req: Request, server: Server<undefined>) =>
-        fast ? timed(req, "/v1/event", () => fast!.web(req, addressFrom(req, server.requestIP(req)?.address, config))) : notReady(),
+        fast ? timed(req, "/v1/event", () => fast!.web(req, addressFrom(req, server, config))) : notReady(),
       OPTIONS: (req: Request) => (fast ? timed(req, "/v1/event", () => fast!.preflight(req)) : notReady()),
     },
   };

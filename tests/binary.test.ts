@@ -22,14 +22,46 @@ describe("compiled executable", () => {
     const runDir = mkdtempSync(join(tmpdir(), "sextant-run-"));
     copyFileSync(out, join(runDir, "sextant"));
     Bun.spawnSync(["chmod", "+x", join(runDir, "sextant")]);
-    const p = await spawnSextant([join(runDir, "sextant")], { SEXTANT_DATA_DIR: join(runDir, "data") }, runDir);
+    const run = () => spawnSextant([join(runDir, "sextant")], { SEXTANT_DATA_DIR: join(runDir, "data") }, runDir);
+    const p = await run();
+    const batchId = crypto.randomUUID();
+    let key = "";
+    const send = (url: string) =>
+      fetch(url + "/v1/batch", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-app-key": key, "x-batch-id": batchId },
+        body: JSON.stringify({ sdk: "t", system: { os_name: "Android", app_version: "1" }, events: [{ name: "open", ts: new Date().toISOString(), session_id: "s" }] }),
+      });
     try {
       const h = await fetch(p.url + "/healthz");
       expect(await h.json()).toEqual({ status: "ok" });
       const doc = (await (await fetch(p.url + "/api/v1/openapi.json")).json()) as { openapi: string };
       expect(doc.openapi).toStartWith("3.");
+      // Sign in from the logged link, make an app, ingest: the write-ahead log's worker
+      // thread and the enrichment data must work inside the executable too.
+      await fetch(p.url + "/api/v1/auth/magic-link", { method: "POST", headers: { "content-type": "application/json" }, body: '{"email":"bin@example.com"}' });
+      await Bun.sleep(100);
+      const token = new URL(/"link":"([^"]+)"/.exec(p.output())![1]!).searchParams.get("token");
+      const v = await fetch(p.url + "/api/v1/auth/verify", { method: "POST", headers: { "content-type": "application/json", "x-requested-with": "t" }, body: JSON.stringify({ token }) });
+      const hdr = { cookie: v.headers.get("set-cookie")!.split(";")[0]!, "x-requested-with": "t", "content-type": "application/json" };
+      const org = (await (await fetch(p.url + "/api/v1/orgs", { method: "POST", headers: hdr, body: '{"name":"Bin"}' })).json()) as { id: number };
+      key = ((await (await fetch(p.url + "/api/v1/apps", { method: "POST", headers: hdr, body: JSON.stringify({ org_id: org.id, kind: "app", name: "A" }) })).json()) as { key: string }).key;
+      const r = await send(p.url);
+      expect(r.status).toBe(200);
+      expect(await r.json()).toEqual({ accepted: 1, dropped: 0 });
+      const script = await fetch(p.url + "/script.js");
+      expect(await script.text()).toContain("sendBeacon");
     } finally {
       expect(await p.signal("SIGTERM")).toBe(0);
+    }
+    expect(p.output()).not.toContain("worker unavailable");
+    // After a restart the log is replayed: the same batch id gets the first answer.
+    const q = await run();
+    try {
+      expect(await (await send(q.url)).json()).toEqual({ accepted: 1, dropped: 0 });
+      expect(q.output()).toContain('"records":');
+    } finally {
+      expect(await q.signal("SIGTERM")).toBe(0);
     }
   }, 120_000);
 });

@@ -25,8 +25,15 @@ export function clientAddress(req: Request, config: Pick<Config, "trustProxy">):
   return addresses.get(req) ?? "unknown";
 }
 
-/** The same rule, for handlers that get the server directly (the native ingest routes). */
-export function addressFrom(req: Request, peer: string | undefined, config: Pick<Config, "trustProxy">): string {
-  rememberAddress(req, peer);
-  return clientAddress(req, config);
+/** The same rule, for the native ingest routes, without the per-request map. */
+export function addressFrom(req: Request, server: { requestIP(r: Request): { address: string } | null }, config: Pick<Config, "trustProxy">): string {
+  if (config.trustProxy) {
+    const xff = req.headers.get("x-forwarded-for");
+    if (xff) {
+      const i = xff.lastIndexOf(",");
+      const last = (i === -1 ? xff : xff.slice(i + 1)).trim();
+      if (last) return last;
+    }
+  }
+  return server.requestIP(req)?.address ?? "unknown";
 }

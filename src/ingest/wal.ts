@@ -10,9 +10,9 @@
 // to a new segment, so bytes of a failed write can never sit in front of later records.
 
 import { closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../log.ts";
+import { InlineWriter, WorkerWriter, type WalWriter } from "./wal-writer.ts";
 
 export interface WalRecord {
   seq: number;
@@ -22,8 +22,6 @@ export interface WalRecord {
 
 const HEADER = 8;
 const BODY_PREFIX = 9;
-/** A segment is closed and a new one started past this size. */
-export const SEGMENT_BYTES = 64 * 1024 * 1024;
 const MAX_FRAME = 16 * 1024 * 1024;
 
 interface Pending {
@@ -40,15 +38,11 @@ export class WalWriteError extends Error {
   override name = "WalWriteError";
 }
 
-const segName = (seq: number) => `${String(seq).padStart(16, "0")}.log`;
-
 export class Wal {
-  private fh: FileHandle | null = null;
-  private segSize = 0;
+  private writer: WalWriter | null = null;
   private segments: { first: number; file: string }[] = [];
   private pending: Pending = emptyPending();
   private flushing: Promise<void> | null = null;
-  private needNewSegment = false;
   private closed = false;
   /** The highest sequence number handed out. */
   lastSeq = 0;
@@ -58,11 +52,16 @@ export class Wal {
   private constructor(
     private dir: string,
     private log: Logger,
+    private makeWriter: (dir: string) => WalWriter,
   ) {}
 
-  static open(dir: string, log: Logger): Wal {
+  /**
+   * `writer`: how bytes reach the disk; by default a worker thread (falling back to the
+   * main thread if a worker cannot start). Tests inject failing writers here.
+   */
+  static open(dir: string, log: Logger, writer?: (dir: string) => WalWriter): Wal {
     mkdirSync(dir, { recursive: true });
-    const wal = new Wal(dir, log);
+    const wal = new Wal(dir, log, writer ?? defaultWriter(log));
     wal.segments = readdirSync(dir)
       .filter((f) => /^\d{16}\.log$/.test(f))
       .sort()
@@ -104,8 +103,6 @@ export class Wal {
       }
     }
     this.durableSeq = this.lastSeq;
-    // New records always go to a fresh segment: old ones stay as replay found them.
-    this.needNewSegment = true;
     return { records, truncated };
   }
 
@@ -152,60 +149,25 @@ export class Wal {
     // Let the requests already waiting on the sockets run first and join this commit:
     // every fsync costs the core kernel time, so fewer, larger commits carry more load.
     await new Promise<void>((r) => setImmediate(r));
+    // New records always start a fresh segment after start-up (the writer's rule), so
+    // segments that replay found stay as they were.
+    this.writer ??= this.makeWriter(this.dir);
     while (this.pending.frames.length > 0) {
       const batch = this.pending;
       this.pending = emptyPending();
-      const lastSeq = batch.lastSeq;
       try {
-        await this.writeDurably(batch);
-        this.durableSeq = Math.max(this.durableSeq, lastSeq);
+        const { newSegment } = await this.writer.commit(batch.frames, batch.firstSeq);
+        if (newSegment) this.segments.push(newSegment);
+        this.durableSeq = Math.max(this.durableSeq, batch.lastSeq);
         for (const w of batch.waiters) w.resolve();
       } catch (e) {
         const err = new WalWriteError(`write-ahead log write failed: ${(e as Error).message}`);
         this.log.error("write-ahead log write failed; answering 503 until it works again", { error: (e as Error).message });
-        await this.abandonSegment();
         for (const w of batch.waiters) w.reject(err);
       }
       if (this.pending.frames.length > 0) await new Promise<void>((r) => setImmediate(r));
     }
     this.flushing = null;
-  }
-
-  private async writeDurably(batch: Pending) {
-    if (!this.fh || this.needNewSegment || this.segSize >= SEGMENT_BYTES) await this.startSegment(batch);
-    const buf = batch.frames.length === 1 ? batch.frames[0]! : Buffer.concat(batch.frames, batch.bytes);
-    let written = 0;
-    while (written < buf.length) {
-      const { bytesWritten } = await this.fh!.write(buf, written, buf.length - written, this.segSize + written);
-      if (bytesWritten <= 0) throw new Error("short write");
-      written += bytesWritten;
-    }
-    await this.fh!.datasync();
-    this.segSize += buf.length;
-  }
-
-  private async startSegment(batch: Pending) {
-    if (this.fh) await this.fh.close().catch(() => {});
-    this.fh = null;
-    const first = batch.firstSeq;
-    const file = join(this.dir, segName(first));
-    this.fh = await open(file, "w");
-    this.segSize = 0;
-    this.needNewSegment = false;
-    this.segments.push({ first, file });
-    // The new file's directory entry must be durable too, or a crash could lose the file.
-    await fsyncDir(this.dir);
-  }
-
-  /** After a failed write the current segment may hold a partial frame: never write after it. */
-  private async abandonSegment() {
-    const fh = this.fh;
-    this.fh = null;
-    this.needNewSegment = true;
-    if (fh) {
-      await fh.truncate(this.segSize).catch(() => {});
-      await fh.close().catch(() => {});
-    }
   }
 
   /** Waits until everything appended so far is on disk (or has failed). */
@@ -241,17 +203,18 @@ export class Wal {
   async close(): Promise<void> {
     await this.drain();
     this.closed = true;
-    if (this.fh) await this.fh.close().catch(() => {});
-    this.fh = null;
+    await this.writer?.close();
+    this.writer = null;
   }
 }
 
-/** fsync a directory so a created or renamed entry in it survives a crash. */
-export async function fsyncDir(dir: string): Promise<void> {
-  const d = await open(dir, "r");
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
-  }
+function defaultWriter(log: Logger) {
+  return (dir: string): WalWriter => {
+    try {
+      return new WorkerWriter(dir);
+    } catch (e) {
+      log.warn("write-ahead log worker unavailable; writing on the main thread", { error: (e as Error).message });
+      return new InlineWriter(dir);
+    }
+  };
 }
