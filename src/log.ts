@@ -47,6 +47,18 @@ function bufferedStdout(): Sink & { flush(): void } {
   return Object.assign(sink, { flush });
 }
 
+// Many requests share a millisecond under load: format each millisecond once.
+let isoMs = -1;
+let isoText = "";
+function isoNow(): string {
+  const t = Date.now();
+  if (t !== isoMs) {
+    isoMs = t;
+    isoText = new Date(t).toISOString();
+  }
+  return isoText;
+}
+
 export function createLogger(format: LogFormat, sink?: Sink): Logger {
   const out = sink ?? bufferedStdout();
   const flush = "flush" in out ? (out as { flush(): void }).flush : () => {};
@@ -75,7 +87,7 @@ export function createLogger(format: LogFormat, sink?: Sink): Logger {
     request: (method, route, status, ms) => {
       if (format === "json") {
         out(
-          `{"ts":"${new Date().toISOString()}","level":"info","msg":"request","method":${JSON.stringify(method)},"route":${JSON.stringify(route)},"status":${status},"ms":${Math.round(ms * 100) / 100}}`,
+          `{"ts":"${isoNow()}","level":"info","msg":"request","method":${JSON.stringify(method)},"route":${JSON.stringify(route)},"status":${status},"ms":${Math.round(ms * 100) / 100}}`,
         );
       } else write("info", "request", { method, route, status, ms: Math.round(ms * 100) / 100 });
     },

@@ -253,3 +253,33 @@ describe("tracker, documents and privacy", () => {
     expect(log).not.toContain("UniqueAgentForThisTest");
   });
 });
+
+describe("durability of web events", () => {
+  test("after a restart the log replays the same events, sessions continue, nothing twice", async () => {
+    const { mkdtempSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const dir = mkdtempSync(join(tmpdir(), "sextant-web-replay-"));
+    const c = new TestClock(Date.UTC(2026, 10, 20, 9, 0, 0));
+    const t1 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock: c });
+    const o = await ownerHeaders(t1, "replay@example.com");
+    const w = await newApp(t1, o, "web", ["https://example.com"]);
+    const h = { origin: "https://example.com", "user-agent": CHROME, "x-forwarded-for": GB_IP };
+    await sendWeb(t1.url, { k: w.key, n: "pageview", u: "https://example.com/a?utm_campaign=x", r: "https://news.ycombinator.com/", w: 400, p: { plan: "pro", n: 3 } }, h);
+    c.advance(60_000);
+    await sendWeb(t1.url, { k: w.key, n: "signup", u: "https://example.com/b" }, h);
+    const before = structuredClone(t1.server.services.store.events(w.appId));
+    await t1.stop();
+    const t2 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock: c });
+    try {
+      expect(t2.server.services.store.events(w.appId)).toEqual(before);
+      c.advance(60_000);
+      await sendWeb(t2.url, { k: w.key, n: "pageview", u: "https://example.com/c" }, h);
+      const after = t2.server.services.store.events(w.appId);
+      expect(after.length).toBe(3);
+      // Same visitor, same day, within 30 minutes: the session carried over the restart.
+      expect(after[2]!.session).toBe(before[0]!.session);
+    } finally {
+      await t2.stop();
+    }
+  });
+});
