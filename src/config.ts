@@ -19,6 +19,7 @@ export interface Config {
   cookieSecret: string | null;
   plansFile: string | null;
   hardLimitPercent: number;
+  memoryMb: number;
 }
 
 /** A bad value: the message is one line naming the variable and what it accepts. */
@@ -228,6 +229,17 @@ export const OPTIONS = [
     fallback: () => 120,
     parse: int(100, 1000),
   } satisfies Option<"hardLimitPercent">,
+  {
+    key: "memoryMb",
+    env: "SEXTANT_MEMORY_MB",
+    flag: "--memory-mb",
+    unit: "MiB",
+    defaultText: "1024",
+    description: "Memory for events: recent events (flushed to disk past a quarter of it) and decoded partitions (the rest, a cache).",
+    accepts: "an integer from 64 to 1048576",
+    fallback: () => 1024,
+    parse: int(64, 1_048_576),
+  } satisfies Option<"memoryMb">,
 ] as const;
 
 type AnyOption = Option<keyof Config>;

@@ -17,7 +17,8 @@ import { randomToken } from "./util/secrets.ts";
 import { Scheduler } from "./scheduler/scheduler.ts";
 import { standardJobs } from "./scheduler/jobs.ts";
 import { Ingest } from "./ingest/ingest.ts";
-import { MemoryEventStore } from "./store/memory.ts";
+import { EventStore } from "./store/store.ts";
+import { checkpoint, checkpointSeq, loadCheckpoint } from "./checkpoint.ts";
 import { BUILTIN_PLANS, parsePlans, planById, type Plan } from "./domain/plans.ts";
 import { readFileSync } from "node:fs";
 import { ConfigError } from "./config.ts";
@@ -122,7 +123,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const cookieSecret = config.cookieSecret ?? getOrCreateSetting(db, "cookie_secret", () => randomToken(32));
   const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now });
   const scheduler = new Scheduler(log, now, opts.autoSchedule ?? true);
-  const store = new MemoryEventStore();
+  const memory = config.memoryMb * 1024 * 1024;
+  const store = new EventStore({ dir: join(config.dataDir, "events"), log, cacheBytes: Math.floor(memory * 0.6) });
   const ingest = new Ingest({
     db,
     log,
@@ -132,11 +134,28 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     limitFor: (_org, plan) => planById(plans, plan).events_per_month,
     hardLimitPercent: () => config.hardLimitPercent,
   });
+  // Start-up: the partitions on disk (cleaned up after any crash), the checkpointed state,
+  // then the log records newer than the checkpoint.
   const t0 = performance.now();
-  const replayed = ingest.replay();
-  log.info("write-ahead log replayed", { ...replayed, ms: Math.round(performance.now() - t0) });
+  const seq = checkpointSeq(db);
+  const opened = store.open(seq);
+  loadCheckpoint({ db, log, ingest, store });
+  const replayed = ingest.replay(seq);
+  log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
   const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans };
-  for (const job of standardJobs({ db, log, ingest, dropAppData: (ids) => store.dropApps(ids) })) scheduler.add(job);
+  const cp = { db, log, ingest, store };
+  for (const job of standardJobs({
+    db,
+    log,
+    ingest,
+    store,
+    checkpoint: () => checkpoint(cp),
+    headLimitBytes: Math.floor(memory * 0.25),
+    dropAppData: (ids) => {
+      store.dropApps(ids);
+      for (const id of ids) ingest.dropApp(id);
+    },
+  })) scheduler.add(job);
   fast = ingestHandlers(services);
   const api = buildApi(services);
   handleMain = (req) => api.handle(req);
@@ -157,6 +176,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       // stop(false): refuse new connections, let in-flight requests finish.
       await Promise.all([main.stop(false), ingestListener?.stop(false)]);
       scheduler.stop();
+      // Leave a small log behind: start-up then replays little.
+      await checkpoint(cp).catch((e) => log.error("final checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message }));
       await ingest.close();
       mailer.close();
       db.close();

@@ -143,4 +143,37 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: "checkpoint state of ingest and the event store",
+    sql: `
+      -- Written in one transaction per checkpoint, with the write-ahead log sequence it
+      -- covers: after a crash, start-up loads this and replays only newer log records.
+      CREATE TABLE checkpoint (
+        key    TEXT PRIMARY KEY,
+        value  TEXT NOT NULL
+      );
+      CREATE TABLE usage (
+        app      INTEGER NOT NULL,
+        day      TEXT NOT NULL,
+        outcome  TEXT NOT NULL,
+        count    INTEGER NOT NULL,
+        PRIMARY KEY (app, day, outcome)
+      ) WITHOUT ROWID;
+      CREATE TABLE batch_answers (
+        app       INTEGER NOT NULL,
+        batch_id  TEXT NOT NULL,
+        answer    TEXT NOT NULL,
+        at        INTEGER NOT NULL,
+        PRIMARY KEY (app, batch_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX batch_answers_by_time ON batch_answers(at);
+      CREATE TABLE quota (
+        org    INTEGER NOT NULL,
+        month  TEXT NOT NULL,
+        used   INTEGER NOT NULL,
+        PRIMARY KEY (org, month)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

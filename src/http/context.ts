@@ -8,7 +8,7 @@ import type { Mailer } from "../mail.ts";
 import type { SignIn } from "../domain/signin.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import type { Ingest } from "../ingest/ingest.ts";
-import type { MemoryEventStore } from "../store/memory.ts";
+import type { EventStore } from "../store/store.ts";
 import type { Plan } from "../domain/plans.ts";
 
 export interface Services {
@@ -23,6 +23,6 @@ export interface Services {
   cookieSecret: string;
   scheduler: Scheduler;
   ingest: Ingest;
-  store: MemoryEventStore;
+  store: EventStore;
   plans: Plan[];
 }

@@ -96,6 +96,8 @@ export class Ingest {
   private sessions = new WebSessions();
   private wal: Wal;
   private dedupe = new Map<string, { ans: BatchAnswer; at: number }>();
+  /** Batch answers added since the last checkpoint (written to the metadata store then). */
+  private newAnswers: string[] = [];
   private inflight = new Set<string>();
   // Per client address (spec, Limits): batches 10/s with bursts of 20, web 30/s with 60.
   private batchClients: RateLimiter;
@@ -240,6 +242,7 @@ export class Ingest {
     this.usage.add(app, day, "accepted", events.length);
     for (const [r, n] of Object.entries(drops)) this.usage.add(app, day, r as Outcome, n ?? 0);
     this.dedupe.set(dedupeKey, { ans, at });
+    this.newAnswers.push(dedupeKey);
     this.pruneDedupe(at);
   }
 
@@ -361,8 +364,8 @@ export class Ingest {
     for (const [k, v] of this.dedupe) if (now - v.at > DEDUPE_KEEP_MS) this.dedupe.delete(k);
   }
 
-  /** Replays the write-ahead log into the store, counters, quota and dedup map. */
-  replay(): { records: number; events: number; truncated: number } {
+  /** Replays the write-ahead log records after `after` into the store, counters, quota and dedup map. */
+  replay(after = 0): { records: number; events: number; truncated: number } {
     let events = 0;
     const { records, truncated } = this.wal.replay((r) => {
       if (r.type === REC_BATCH) {
@@ -418,6 +421,58 @@ export class Ingest {
     this.lastPrune = 0;
     this.pruneDedupe(this.d.now());
     return { records, events, truncated };
+  }
+
+  // ---- checkpoints ------------------------------------------------------------------------
+
+  /** Waits until nothing is waiting to be written; answers the last sequence on disk. */
+  async settle(): Promise<number> {
+    return this.wal.settle();
+  }
+
+  /**
+   * Writes ingest's state as of the current moment into the metadata store (inside the
+   * caller's transaction): usage counters, new batch answers, quota, open web sessions.
+   */
+  saveState(): void {
+    const db = this.d.db;
+    const up = db.query("INSERT INTO usage (app, day, outcome, count) VALUES (?, ?, ?, ?) ON CONFLICT(app, day, outcome) DO UPDATE SET count = excluded.count");
+    for (const [app, day, counts] of this.usage.entries()) for (const [o, n] of Object.entries(counts)) up.run(app, day, o, n ?? 0);
+    const ins = db.query("INSERT OR REPLACE INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)");
+    for (const k of this.newAnswers) {
+      const v = this.dedupe.get(k);
+      if (!v) continue;
+      const i = k.indexOf(":");
+      ins.run(Number(k.slice(0, i)), k.slice(i + 1), JSON.stringify(v.ans), v.at);
+    }
+    this.newAnswers = [];
+    db.query("DELETE FROM batch_answers WHERE at < ?").run(this.d.now() - DEDUPE_KEEP_MS);
+    const q = db.query("INSERT INTO quota (org, month, used) VALUES (?, ?, ?) ON CONFLICT(org, month) DO UPDATE SET used = excluded.used");
+    for (const [org, month, used] of this.quota.entries()) q.run(org, month, used);
+    db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('web_sessions', ?)").run(JSON.stringify(this.sessions.entries()));
+  }
+
+  /** Loads the state of the last checkpoint (before replaying newer log records). */
+  restoreState(): void {
+    const db = this.d.db;
+    for (const r of db.query<{ app: number; day: string; outcome: string; count: number }, []>("SELECT * FROM usage").all()) {
+      this.usage.add(r.app, r.day, r.outcome as Outcome, r.count);
+    }
+    for (const r of db.query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT * FROM batch_answers WHERE at >= ?").all(this.d.now() - DEDUPE_KEEP_MS)) {
+      this.dedupe.set(`${r.app}:${r.batch_id}`, { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at });
+    }
+    for (const r of db.query<{ org: number; month: string; used: number }, []>("SELECT * FROM quota").all()) this.quota.restore(r.org, r.month, r.used);
+    const ws = db.query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'web_sessions'").get();
+    if (ws) for (const [v, id, at] of JSON.parse(ws.value) as [number, number, number][]) this.sessions.remember(v, id, at);
+  }
+
+  /** After a checkpoint covering `through`: the log's segments go, new records start a new one. */
+  dropLog(through: number): number {
+    return this.wal.dropThrough(through);
+  }
+
+  dropApp(app: number) {
+    this.usage.dropApp(app);
   }
 
   rotateSalts(now: number) {

@@ -30,6 +30,16 @@ export class Quota {
     if (u && u.month === utcMonth(now)) u.n = Math.max(0, u.n - n);
   }
 
+  /** Sets a month's count from a checkpoint. */
+  restore(orgId: number, month: string, used: number) {
+    const u = this.used.get(orgId);
+    if (!u || u.month < month) this.used.set(orgId, { month, n: used });
+  }
+
+  entries(): [number, string, number][] {
+    return [...this.used].map(([org, u]) => [org, u.month, u.n]);
+  }
+
   /** Counts events already accepted (replay at start-up, checkpoints). */
   add(orgId: number, n: number, at: number) {
     const month = utcMonth(at);

@@ -8,7 +8,15 @@ declare const self: Worker;
 let seg: SegmentFile | null = null;
 
 self.onmessage = (e: MessageEvent) => {
-  const m = e.data as { kind: "open"; dir: string } | { kind: "commit"; id: number; frames: Uint8Array[]; firstSeq: number } | { kind: "close"; id: number };
+  const m = e.data as
+    | { kind: "open"; dir: string }
+    | { kind: "roll" }
+    | { kind: "commit"; id: number; frames: Uint8Array[]; firstSeq: number }
+    | { kind: "close"; id: number };
+  if (m.kind === "roll") {
+    seg?.roll();
+    return;
+  }
   if (m.kind === "open") {
     seg = new SegmentFile(m.dir);
     return;

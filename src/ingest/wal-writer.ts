@@ -23,6 +23,8 @@ export interface CommitResult {
 
 export interface WalWriter {
   commit(frames: Uint8Array[], firstSeq: number): Promise<CommitResult>;
+  /** The next commit starts a new segment (the current one is about to be deleted). */
+  roll(): void;
   close(): Promise<void>;
 }
 
@@ -92,6 +94,12 @@ export class SegmentFile {
     }
   }
 
+  roll() {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+    this.needNew = true;
+  }
+
   close() {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
@@ -105,6 +113,9 @@ export class InlineWriter implements WalWriter {
   }
   async commit(frames: Uint8Array[], firstSeq: number) {
     return this.seg.commit(frames, firstSeq);
+  }
+  roll() {
+    this.seg.roll();
   }
   async close() {
     this.seg.close();
@@ -141,6 +152,11 @@ export class WorkerWriter implements WalWriter {
       // The frames' buffers are handed over, not copied.
       this.worker.postMessage({ kind: "commit", id, frames, firstSeq }, frames.map((f) => f.buffer as ArrayBuffer));
     });
+  }
+
+  roll(): void {
+    // Ordered before any later commit: the worker handles messages in turn.
+    this.worker.postMessage({ kind: "roll" });
   }
 
   close(): Promise<void> {

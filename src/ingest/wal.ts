@@ -175,9 +175,34 @@ export class Wal {
     while (this.flushing) await this.flushing;
   }
 
-  /** Deletes whole segments whose every record has seq <= upTo (they are checkpointed). */
-  truncateThrough(upTo: number): number {
+  /**
+   * Waits until no record is waiting or being written, and answers the last sequence on
+   * disk. Synchronous code right after it sees a log with nothing in flight: every
+   * acknowledged record has been applied, and nothing else has been handed out.
+   */
+  async settle(): Promise<number> {
+    while (this.flushing || this.pending.frames.length > 0) {
+      this.kick();
+      await this.flushing;
+    }
+    return this.lastSeq;
+  }
+
+  /**
+   * Deletes the segments whose records are all checkpointed (seq <= upTo). When nothing is
+   * in flight and everything is covered (the checkpoint case), that is every segment: the
+   * writer is told to start a new one for the next record.
+   */
+  dropThrough(upTo: number): number {
     let removed = 0;
+    const idle = !this.flushing && this.pending.frames.length === 0;
+    if (idle && this.lastSeq <= upTo && this.segments.length > 0) {
+      this.writer?.roll();
+      for (const seg of this.segments) rmSync(seg.file, { force: true });
+      removed = this.segments.length;
+      this.segments = [];
+      return removed;
+    }
     // A segment ends where the next one starts; the newest one stays open.
     while (this.segments.length > 1 && this.segments[1]!.first - 1 <= upTo) {
       const seg = this.segments.shift()!;

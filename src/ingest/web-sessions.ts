@@ -28,6 +28,11 @@ export class WebSessions {
     if (!s || s.last <= at) this.open.set(visitor, { id, last: at });
   }
 
+  /** Open sessions, for a checkpoint: [visitor, session, last event]. */
+  entries(): [number, number, number][] {
+    return [...this.open].map(([v, s]) => [v, s.id, s.last]);
+  }
+
   get size() {
     return this.open.size;
   }

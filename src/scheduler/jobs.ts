@@ -5,17 +5,55 @@ import type { Logger } from "../log.ts";
 import { purgeDeletedApps, purgeDeletedOrgs, purgeOldInvitations } from "../domain/purge.ts";
 import { purgeExpiredSignIns } from "../domain/signin.ts";
 import type { JobSpec } from "./scheduler.ts";
+import type { EventStore } from "../store/store.ts";
 
 export interface JobDeps {
   db: Db;
   log: Logger;
   ingest: { rotateSalts(now: number): number };
+  store: EventStore;
+  /** Flushes the heads to partitions and drops the write-ahead log (checkpoint.ts). */
+  checkpoint: () => Promise<unknown>;
+  /** Heads past this many bytes are flushed without waiting for the hour. */
+  headLimitBytes: number;
   /** Deletes the event data of purged apps; the event store provides it. */
   dropAppData: (appIds: number[]) => Promise<void> | void;
 }
 
 export function standardJobs(d: JobDeps): JobSpec[] {
   return [
+    {
+      // Seal the hour: recent events become hourly Parquet partitions.
+      name: "flush",
+      pattern: "5 0 * * * *",
+      run: () => d.checkpoint(),
+    },
+    {
+      // Memory stays bounded: big heads are flushed early.
+      name: "flush-if-large",
+      pattern: "*/10 * * * * *",
+      async run() {
+        if (d.store.headSize().bytes > d.headLimitBytes) await d.checkpoint();
+      },
+    },
+    {
+      // Finished days: their hourly files merge into one.
+      name: "compact",
+      pattern: "0 20 0 * * *",
+      run(now) {
+        const n = d.store.compactBefore(new Date(now).toISOString().slice(0, 10));
+        if (n) d.log.info("compacted days", { days: n });
+      },
+    },
+    {
+      // Rollups: close idle sessions into their day; recompute days that late events touched.
+      name: "rollups",
+      pattern: "30 * * * * *",
+      run(now) {
+        d.store.rollups.fold(now);
+        d.store.refreshRollups(now);
+      },
+    },
     {
       // Deleted orgs: "all data is purged within minutes".
       name: "purge-deleted-orgs",

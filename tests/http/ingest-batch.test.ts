@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-const stored = (appId = app.appId) => s.server.services.store.events(appId);
+const stored = (appId = app.appId) => [...s.server.services.store.events(appId)];
 const iso = (ms: number) => new Date(ms).toISOString();
 // Each test uses its own client address: the per-address limit would otherwise mix them.
 let addr = 0;
@@ -314,7 +314,7 @@ describe("quota and restarts", () => {
       const again = await sendBatch(t2.url, a.key, batch([ev("other")]), { batchId: id });
       expect(await again.json()).toEqual(first);
       expect(t2.server.services.store.count(a.appId)).toBe(2);
-      const ev0 = t2.server.services.store.events(a.appId)[0]!;
+      const ev0 = [...t2.server.services.store.events(a.appId)][0]!;
       expect(ev0.name).toBe("r1");
       expect(ev0.dims.os_name).toBe("iOS");
     } finally {

@@ -23,7 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-const stored = (appId = site.appId) => s.server.services.store.events(appId);
+const stored = (appId = site.appId) => [...s.server.services.store.events(appId)];
 let n = 0;
 const client = (ua = CHROME, ip = `198.51.100.${(++n % 200) + 1}`) => ({ "user-agent": ua, "x-forwarded-for": ip });
 const event = (extra: Record<string, unknown> = {}) => ({ k: site.key, n: "pageview", u: "https://example.com/pricing?utm_source=newsletter&x=1#top", w: 1280, ...extra });
@@ -179,13 +179,13 @@ describe("visitors and sessions", () => {
       const body = { k: w.key, n: "pageview", u: "https://example.com/" };
       const plain = await sendWeb(t.url, body, { origin: "https://example.com", "user-agent": CHROME, "x-forwarded-for": GB_IP });
       expect(plain.status).toBe(202);
-      expect(t.server.services.store.events(w.appId).at(-1)!.dims.country).toBe(""); // loopback: no country, XFF ignored
+      expect([...t.server.services.store.events(w.appId)].at(-1)!.dims.country).toBe(""); // loopback: no country, XFF ignored
       const proxied = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec });
       expect(proxied.status).toBe(202);
-      expect(t.server.services.store.events(w.appId).at(-1)!.dims.country).toBe("GB");
+      expect([...t.server.services.store.events(w.appId)].at(-1)!.dims.country).toBe("GB");
       const viaHeader = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec, "cf-ipcountry": "NZ" });
       expect(viaHeader.status).toBe(202);
-      expect(t.server.services.store.events(w.appId).at(-1)!.dims.country).toBe("NZ");
+      expect([...t.server.services.store.events(w.appId)].at(-1)!.dims.country).toBe("NZ");
       const wrong = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": secret });
       expect(wrong.status).toBe(403);
       // A new secret invalidates the previous one.
@@ -267,14 +267,14 @@ describe("durability of web events", () => {
     await sendWeb(t1.url, { k: w.key, n: "pageview", u: "https://example.com/a?utm_campaign=x", r: "https://news.ycombinator.com/", w: 400, p: { plan: "pro", n: 3 } }, h);
     c.advance(60_000);
     await sendWeb(t1.url, { k: w.key, n: "signup", u: "https://example.com/b" }, h);
-    const before = structuredClone(t1.server.services.store.events(w.appId));
+    const before = structuredClone([...t1.server.services.store.events(w.appId)]);
     await t1.stop();
     const t2 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock: c });
     try {
-      expect(t2.server.services.store.events(w.appId)).toEqual(before);
+      expect([...t2.server.services.store.events(w.appId)]).toEqual(before);
       c.advance(60_000);
       await sendWeb(t2.url, { k: w.key, n: "pageview", u: "https://example.com/c" }, h);
-      const after = t2.server.services.store.events(w.appId);
+      const after = [...t2.server.services.store.events(w.appId)];
       expect(after.length).toBe(3);
       // Same visitor, same day, within 30 minutes: the session carried over the restart.
       expect(after[2]!.session).toBe(before[0]!.session);

@@ -98,7 +98,7 @@ describe("crash safety of ingest", () => {
 
     const check = await startTestServer({ dataDir: dir, plansFile });
     try {
-      const events = check.server.services.store.events(app.appId);
+      const events = [...check.server.services.store.events(app.appId)];
       const seen = new Map<string, number>();
       for (const e of events) {
         const k = `${e.np.b}:${e.np.i}`;

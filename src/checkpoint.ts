@@ -1,0 +1,76 @@
+// A checkpoint makes everything in the write-ahead log durable elsewhere, so the log can
+// be dropped: the store's heads become Parquet partitions tagged with the last log
+// sequence, then ingest's state (usage, batch answers, quota, open web sessions), the
+// rollups and that sequence are written to the metadata store in one transaction, then
+// the log's segments are deleted.
+//
+// Crash at any point: before the transaction, the new partitions carry a tag above the
+// recorded sequence and are deleted at start-up, and the log replays those events; after
+// it, start-up replays only records above the sequence, so nothing counts twice.
+// Everything after `settle()` is synchronous, so the heads, counters and sequence are all
+// taken at one instant with no request in between.
+
+import type { Db } from "./domain/db.ts";
+import type { Logger } from "./log.ts";
+import type { Ingest } from "./ingest/ingest.ts";
+import type { EventStore } from "./store/store.ts";
+
+export interface CheckpointDeps {
+  db: Db;
+  log: Logger;
+  ingest: Ingest;
+  store: EventStore;
+}
+
+export function checkpointSeq(db: Db): number {
+  const r = db.query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'seq'").get();
+  return r ? Number(r.value) : 0;
+}
+
+export function loadCheckpoint(d: CheckpointDeps): number {
+  const seq = checkpointSeq(d.db);
+  const roll = d.db.query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'rollups'").get();
+  if (roll) d.store.rollups.restore(roll.value);
+  d.ingest.restoreState();
+  return seq;
+}
+
+let running: Promise<unknown> | null = null;
+
+/** Runs one checkpoint (one at a time; a call during another waits for it, then runs). */
+export async function checkpoint(d: CheckpointDeps): Promise<{ seq: number; files: number; events: number; ms: number }> {
+  while (running) await running.catch(() => {});
+  const p = run(d);
+  running = p;
+  try {
+    return await p;
+  } finally {
+    running = null;
+  }
+}
+
+async function run(d: CheckpointDeps) {
+  const t0 = performance.now();
+  const seq = await d.ingest.settle();
+  // From here to the end: synchronous.
+  const heads = d.store.takeHeads();
+  const events = heads.reduce((a, h) => a + h.n, 0);
+  let written: ReturnType<EventStore["writeHeads"]> = [];
+  try {
+    written = d.store.writeHeads(heads, seq);
+    d.db.transaction(() => {
+      d.ingest.saveState();
+      d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('rollups', ?)").run(d.store.rollups.snapshot());
+      d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('seq', ?)").run(String(seq));
+    })();
+  } catch (e) {
+    d.store.abandonFlush(heads, written);
+    d.log.error("checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message });
+    throw e;
+  }
+  d.store.finishFlush(heads, written);
+  d.ingest.dropLog(seq);
+  const ms = Math.round(performance.now() - t0);
+  if (events > 0) d.log.info("checkpoint", { seq, files: written.length, events, ms });
+  return { seq, files: written.length, events, ms };
+}

@@ -1,0 +1,230 @@
+// Events held as columns. A Chunk is the column set of one app's events: the in-memory
+// head while it takes appends, or a partition decoded from Parquet. Per event only the
+// time, name, path and a context id are kept; the context table holds what repeats within
+// a session (session, visitor, debug flag and the other dimensions), so most events cost
+// 16 bytes plus a share of their context. Strings are dictionary codes (code 0 is "").
+// Properties are sparse columns per key (rows + values), text and numbers apart.
+// Queries read these arrays directly; no per-event JavaScript object exists.
+
+import { STRING_DIMS, type StoredEvent, type StringDim } from "./event.ts";
+
+/** Dimensions kept in the context table: every string dimension but pathname. */
+export const CTX_DIMS = STRING_DIMS.filter((d) => d !== "pathname") as Exclude<StringDim, "pathname">[];
+export type CtxDim = (typeof CTX_DIMS)[number];
+
+export class Dict {
+  readonly values: string[] = [""];
+  private index = new Map<string, number>([["", 0]]);
+
+  code(s: string): number {
+    let c = this.index.get(s);
+    if (c === undefined) {
+      c = this.values.length;
+      this.values.push(s);
+      this.index.set(s, c);
+    }
+    return c;
+  }
+
+  /** The code of a value, or -1 when this dictionary has never seen it. */
+  find(s: string): number {
+    return this.index.get(s) ?? -1;
+  }
+
+  get size() {
+    return this.values.length;
+  }
+
+  bytes(): number {
+    let b = 0;
+    for (const v of this.values) b += 2 * v.length + 40;
+    return b;
+  }
+}
+
+export interface StringProp {
+  n: number;
+  rows: Uint32Array;
+  codes: Uint32Array;
+  dict: Dict;
+}
+
+export interface NumberProp {
+  n: number;
+  rows: Uint32Array;
+  vals: Float64Array;
+}
+
+/** A read-only view of columns, the same shape for the head and decoded partitions. */
+export interface Chunk {
+  app: number;
+  /** Events in this chunk. */
+  n: number;
+  ts: Float64Array;
+  name: Uint32Array;
+  pathname: Uint32Array;
+  ctx: Uint32Array;
+  /** Contexts in this chunk. */
+  nctx: number;
+  session: Float64Array;
+  visitor: Float64Array;
+  debug: Uint8Array;
+  dims: Record<CtxDim, Uint32Array>;
+  dicts: { name: Dict; pathname: Dict } & Record<CtxDim, Dict>;
+  sp: Map<string, StringProp>;
+  np: Map<string, NumberProp>;
+  minTs: number;
+  maxTs: number;
+}
+
+// ---- growable typed arrays --------------------------------------------------------------
+
+function grow<T extends Float64Array | Uint32Array | Uint8Array>(a: T, need: number): T {
+  if (need <= a.length) return a;
+  let cap = Math.max(16, a.length * 2);
+  while (cap < need) cap *= 2;
+  const b = new (a.constructor as new (n: number) => T)(cap);
+  b.set(a);
+  return b;
+}
+
+function newDicts(): Chunk["dicts"] {
+  const d = { name: new Dict(), pathname: new Dict() } as Chunk["dicts"];
+  for (const k of CTX_DIMS) d[k] = new Dict();
+  return d;
+}
+
+/** The mutable head of one app: takes appends, is read through the Chunk interface. */
+export class HeadChunk implements Chunk {
+  n = 0;
+  nctx = 0;
+  ts = new Float64Array(64);
+  name = new Uint32Array(64);
+  pathname = new Uint32Array(64);
+  ctx = new Uint32Array(64);
+  session = new Float64Array(16);
+  visitor = new Float64Array(16);
+  debug = new Uint8Array(16);
+  dims = Object.fromEntries(CTX_DIMS.map((d) => [d, new Uint32Array(16)])) as Record<CtxDim, Uint32Array>;
+  dicts = newDicts();
+  sp = new Map<string, StringProp>();
+  np = new Map<string, NumberProp>();
+  minTs = Infinity;
+  maxTs = -Infinity;
+
+  /** Contexts of each session seen in this head, to reuse one for the same values. */
+  private bySession = new Map<number, number[]>();
+  private lastDims: object | null = null;
+  private lastCtx = -1;
+
+  constructor(readonly app: number) {}
+
+  append(e: StoredEvent): void {
+    const i = this.n;
+    if (i >= this.ts.length) {
+      this.ts = grow(this.ts, i + 1);
+      this.name = grow(this.name, i + 1);
+      this.pathname = grow(this.pathname, i + 1);
+      this.ctx = grow(this.ctx, i + 1);
+    }
+    this.ts[i] = e.ts;
+    this.name[i] = this.dicts.name.code(e.name);
+    this.pathname[i] = this.dicts.pathname.code(e.dims.pathname);
+    this.ctx[i] = this.contextOf(e);
+    if (e.ts < this.minTs) this.minTs = e.ts;
+    if (e.ts > this.maxTs) this.maxTs = e.ts;
+    for (const k in e.sp) {
+      let p = this.sp.get(k);
+      if (!p) this.sp.set(k, (p = { n: 0, rows: new Uint32Array(16), codes: new Uint32Array(16), dict: new Dict() }));
+      if (p.n >= p.rows.length) {
+        p.rows = grow(p.rows, p.n + 1);
+        p.codes = grow(p.codes, p.n + 1);
+      }
+      p.rows[p.n] = i;
+      p.codes[p.n++] = p.dict.code(e.sp[k]!);
+    }
+    for (const k in e.np) {
+      let p = this.np.get(k);
+      if (!p) this.np.set(k, (p = { n: 0, rows: new Uint32Array(16), vals: new Float64Array(16) }));
+      if (p.n >= p.rows.length) {
+        p.rows = grow(p.rows, p.n + 1);
+        p.vals = grow(p.vals, p.n + 1);
+      }
+      p.rows[p.n] = i;
+      p.vals[p.n++] = e.np[k]!;
+    }
+    this.n = i + 1;
+  }
+
+  private contextOf(e: StoredEvent): number {
+    // Events of one batch share their dims object: the common case costs a comparison.
+    const last = this.lastCtx;
+    if (last >= 0 && e.dims === this.lastDims && this.session[last] === e.session && this.visitor[last] === e.visitor && this.debug[last] === (e.debug ? 1 : 0)) {
+      return last;
+    }
+    const list = this.bySession.get(e.session);
+    if (list) {
+      for (const c of list) if (this.sameContext(c, e)) return this.remember(c, e);
+    }
+    const c = this.nctx++;
+    if (c >= this.session.length) {
+      this.session = grow(this.session, c + 1);
+      this.visitor = grow(this.visitor, c + 1);
+      this.debug = grow(this.debug, c + 1);
+      for (const d of CTX_DIMS) this.dims[d] = grow(this.dims[d], c + 1);
+    }
+    this.session[c] = e.session;
+    this.visitor[c] = e.visitor;
+    this.debug[c] = e.debug ? 1 : 0;
+    for (const d of CTX_DIMS) this.dims[d][c] = this.dicts[d].code(e.dims[d]);
+    if (list) list.push(c);
+    else this.bySession.set(e.session, [c]);
+    return this.remember(c, e);
+  }
+
+  private remember(c: number, e: StoredEvent) {
+    this.lastCtx = c;
+    this.lastDims = e.dims;
+    return c;
+  }
+
+  private sameContext(c: number, e: StoredEvent): boolean {
+    if (this.visitor[c] !== e.visitor || this.debug[c] !== (e.debug ? 1 : 0)) return false;
+    for (const d of CTX_DIMS) if (this.dicts[d].values[this.dims[d][c]!] !== e.dims[d]) return false;
+    return true;
+  }
+
+  /** Approximate bytes held: the arrays in use, dictionaries and property columns. */
+  bytes(): number {
+    let b = this.n * (8 + 4 + 4 + 4) + this.nctx * (8 + 8 + 1 + 4 * CTX_DIMS.length);
+    for (const d of Object.values(this.dicts)) b += d.bytes();
+    for (const p of this.sp.values()) b += p.n * 8 + p.dict.bytes();
+    for (const p of this.np.values()) b += p.n * 12;
+    return b;
+  }
+}
+
+/** Rebuilds events as objects: for exports, tests and the reference, never for queries. */
+export function* eventsOf(c: Chunk): Generator<StoredEvent> {
+  const spByRow = new Map<number, Record<string, string>>();
+  for (const [k, p] of c.sp) for (let j = 0; j < p.n; j++) (spByRow.get(p.rows[j]!) ?? spByRow.set(p.rows[j]!, {}).get(p.rows[j]!)!)[k] = p.dict.values[p.codes[j]!]!;
+  const npByRow = new Map<number, Record<string, number>>();
+  for (const [k, p] of c.np) for (let j = 0; j < p.n; j++) (npByRow.get(p.rows[j]!) ?? npByRow.set(p.rows[j]!, {}).get(p.rows[j]!)!)[k] = p.vals[j]!;
+  for (let i = 0; i < c.n; i++) {
+    const x = c.ctx[i]!;
+    const dims = {} as StoredEvent["dims"];
+    for (const d of CTX_DIMS) dims[d] = c.dicts[d].values[c.dims[d][x]!]!;
+    dims.pathname = c.dicts.pathname.values[c.pathname[i]!]!;
+    yield {
+      app: c.app,
+      ts: c.ts[i]!,
+      name: c.dicts.name.values[c.name[i]!]!,
+      session: c.session[x]!,
+      visitor: c.visitor[x]!,
+      debug: c.debug[x] === 1,
+      dims,
+      sp: spByRow.get(i) ?? {},
+      np: npByRow.get(i) ?? {},
+    };
+  }
+}

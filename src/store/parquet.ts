@@ -1,0 +1,430 @@
+// Partitions on disk as Parquet: written with hyparquet-writer, read with hyparquet's
+// page decoders. One row per event, sorted by session then time, so the dimensions that
+// repeat within a session compress to almost nothing. Columns:
+//   ts       INT64 TIMESTAMP(MILLIS, UTC), delta-encoded
+//   name     STRING (dictionary)
+//   session  DOUBLE (a 53-bit hash, exact in a double)
+//   visitor  DOUBLE (a 53-bit hash)
+//   debug    BOOLEAN
+//   <every string dimension, pathname included>  STRING (dictionary)
+//   sp.<key> STRING, nullable: text properties; np.<key> DOUBLE, nullable: number properties
+//   props_json STRING, nullable: properties of keys past MAX_PROP_COLUMNS (rare)
+// zstd compression (Bun's own), statistics per row group, key-value metadata "sextant"
+// with the app, the tag (write-ahead log sequence the file is covered by) and the time range.
+//
+// The reader keeps dictionary codes instead of making one string per row: hyparquet's
+// readPage would dereference every dictionary index into a JS array of strings.
+
+import { parquetWriteBuffer } from "hyparquet-writer";
+import { parquetMetadata } from "hyparquet";
+import { parquetHeader } from "hyparquet/src/column.js";
+import { decompressPage, readDataPage, readDataPageV2 } from "hyparquet/src/datapage.js";
+import { readPlain } from "hyparquet/src/plain.js";
+import { getSchemaPath } from "hyparquet/src/schema.js";
+import { CTX_DIMS, Dict, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
+import { STRING_DIMS } from "./event.ts";
+
+export const ZSTD_LEVEL = 6;
+/** Property columns per file; keys past this (by frequency) go to props_json. */
+export const MAX_PROP_COLUMNS = 400;
+const ROW_GROUP = 262_144;
+
+export interface PartitionMeta {
+  version: 1;
+  app: number;
+  tag: number;
+  rows: number;
+  minTs: number;
+  maxTs: number;
+}
+
+/** Rows to write: a chunk and the row indices taken from it. */
+export interface RowSource {
+  chunk: Chunk;
+  rows: Uint32Array;
+}
+
+const compressors = {
+  ZSTD: (input: Uint8Array) => Bun.zstdCompressSync(input, { level: ZSTD_LEVEL }),
+};
+const decompressors = {
+  ZSTD: (input: Uint8Array) => new Uint8Array(Bun.zstdDecompressSync(input)),
+};
+
+/** Writes the given rows, sorted by session then time, as one Parquet file. */
+export function writePartition(sources: RowSource[], meta: Omit<PartitionMeta, "version" | "rows" | "minTs" | "maxTs">): { bytes: Uint8Array; meta: PartitionMeta } {
+  // Order: (session, ts) over all sources.
+  let total = 0;
+  for (const s of sources) total += s.rows.length;
+  const src = new Uint16Array(total);
+  const row = new Uint32Array(total);
+  const sess = new Float64Array(total);
+  const ts = new Float64Array(total);
+  let k = 0;
+  sources.forEach((s, si) => {
+    for (let j = 0; j < s.rows.length; j++) {
+      const r = s.rows[j]!;
+      src[k] = si;
+      row[k] = r;
+      ts[k] = s.chunk.ts[r]!;
+      sess[k] = s.chunk.session[s.chunk.ctx[r]!]!;
+      k++;
+    }
+  });
+  const order = Array.from({ length: total }, (_, i) => i);
+  order.sort((a, b) => sess[a]! - sess[b]! || ts[a]! - ts[b]!);
+
+  const cols: { name: string; data: unknown[] | ArrayLike<unknown>; type?: string; nullable?: boolean; encoding?: string }[] = [];
+  const tsOut = new BigInt64Array(total);
+  const sessionOut = new Float64Array(total);
+  const visitorOut = new Float64Array(total);
+  const debugOut: boolean[] = new Array(total);
+  const nameOut: string[] = new Array(total);
+  const dimOut: Record<string, string[]> = Object.fromEntries(STRING_DIMS.map((d) => [d, new Array(total)]));
+  let minTs = Infinity;
+  let maxTs = -Infinity;
+  for (let o = 0; o < total; o++) {
+    const i = order[o]!;
+    const c = sources[src[i]!]!.chunk;
+    const r = row[i]!;
+    const x = c.ctx[r]!;
+    const t = c.ts[r]!;
+    if (t < minTs) minTs = t;
+    if (t > maxTs) maxTs = t;
+    tsOut[o] = BigInt(t);
+    sessionOut[o] = c.session[x]!;
+    visitorOut[o] = c.visitor[x]!;
+    debugOut[o] = c.debug[x] === 1;
+    nameOut[o] = c.dicts.name.values[c.name[r]!]!;
+    dimOut.pathname![o] = c.dicts.pathname.values[c.pathname[r]!]!;
+    for (const d of CTX_DIMS) dimOut[d]![o] = c.dicts[d].values[c.dims[d][x]!]!;
+  }
+  cols.push({ name: "ts", data: tsOut, nullable: false, encoding: "DELTA_BINARY_PACKED" });
+  cols.push({ name: "name", data: nameOut, type: "STRING", nullable: false });
+  cols.push({ name: "session", data: sessionOut, type: "DOUBLE", nullable: false });
+  cols.push({ name: "visitor", data: visitorOut, type: "DOUBLE", nullable: false });
+  cols.push({ name: "debug", data: debugOut, type: "BOOLEAN", nullable: false });
+  for (const d of STRING_DIMS) cols.push({ name: d, data: dimOut[d]!, type: "STRING", nullable: false });
+
+  // Properties: position of each output row, then one sparse column per key.
+  const outPos = new Uint32Array(total);
+  for (let o = 0; o < total; o++) outPos[order[o]!] = o;
+  const base: number[] = [];
+  let acc = 0;
+  for (const s of sources) {
+    base.push(acc);
+    acc += s.rows.length;
+  }
+  // Source row -> merged index, per source (rows are a subset of the chunk).
+  const rowMaps = sources.map((s) => {
+    const m = new Map<number, number>();
+    for (let j = 0; j < s.rows.length; j++) m.set(s.rows[j]!, j);
+    return m;
+  });
+  const freq = new Map<string, number>();
+  sources.forEach((s) => {
+    for (const [key, p] of s.chunk.sp) freq.set(`sp.${key}`, (freq.get(`sp.${key}`) ?? 0) + p.n);
+    for (const [key, p] of s.chunk.np) freq.set(`np.${key}`, (freq.get(`np.${key}`) ?? 0) + p.n);
+  });
+  const kept = new Set([...freq.entries()].sort((a, b) => b[1] - a[1]).slice(0, MAX_PROP_COLUMNS).map(([k]) => k));
+  const spCols = new Map<string, (string | null)[]>();
+  const npCols = new Map<string, (number | null)[]>();
+  const overflow: (Record<string, string | number> | null)[] = new Array(total).fill(null);
+  let anyOverflow = false;
+  sources.forEach((s, si) => {
+    const m = rowMaps[si]!;
+    for (const [key, p] of s.chunk.sp) {
+      const col = `sp.${key}`;
+      for (let j = 0; j < p.n; j++) {
+        const local = m.get(p.rows[j]!);
+        if (local === undefined) continue;
+        const o = outPos[base[si]! + local]!;
+        const v = p.dict.values[p.codes[j]!]!;
+        if (kept.has(col)) {
+          let arr = spCols.get(key);
+          if (!arr) spCols.set(key, (arr = new Array(total).fill(null)));
+          arr[o] = v;
+        } else {
+          (overflow[o] ??= {})[`s:${key}`] = v;
+          anyOverflow = true;
+        }
+      }
+    }
+    for (const [key, p] of s.chunk.np) {
+      const col = `np.${key}`;
+      for (let j = 0; j < p.n; j++) {
+        const local = m.get(p.rows[j]!);
+        if (local === undefined) continue;
+        const o = outPos[base[si]! + local]!;
+        if (kept.has(col)) {
+          let arr = npCols.get(key);
+          if (!arr) npCols.set(key, (arr = new Array(total).fill(null)));
+          arr[o] = p.vals[j]!;
+        } else {
+          (overflow[o] ??= {})[`n:${key}`] = p.vals[j]!;
+          anyOverflow = true;
+        }
+      }
+    }
+  });
+  for (const [key, arr] of spCols) cols.push({ name: `sp.${key}`, data: arr, type: "STRING", nullable: true });
+  for (const [key, arr] of npCols) cols.push({ name: `np.${key}`, data: arr, type: "DOUBLE", nullable: true });
+  if (anyOverflow) cols.push({ name: "props_json", data: overflow.map((o) => (o ? JSON.stringify(o) : null)), type: "STRING", nullable: true });
+
+  const full: PartitionMeta = { version: 1, ...meta, rows: total, minTs: total ? minTs : 0, maxTs: total ? maxTs : 0 };
+  const schema = [
+    { name: "root", num_children: cols.length },
+    ...cols.map((c) =>
+      c.name === "ts"
+        ? {
+            name: "ts",
+            type: "INT64",
+            repetition_type: "REQUIRED",
+            converted_type: "TIMESTAMP_MILLIS",
+            logical_type: { type: "TIMESTAMP", isAdjustedToUTC: true, unit: "MILLIS" },
+          }
+        : c.type === "STRING"
+          ? { name: c.name, type: "BYTE_ARRAY", converted_type: "UTF8", repetition_type: c.nullable ? "OPTIONAL" : "REQUIRED" }
+          : c.type === "DOUBLE"
+            ? { name: c.name, type: "DOUBLE", repetition_type: c.nullable ? "OPTIONAL" : "REQUIRED" }
+            : { name: c.name, type: "BOOLEAN", repetition_type: "REQUIRED" },
+    ),
+  ];
+  const buf = parquetWriteBuffer({
+    // The schema above is explicit: the columns carry only names, data and encodings.
+    columnData: cols.map((c) => ({ name: c.name, data: c.data, ...(c.encoding ? { encoding: c.encoding } : {}) })) as never,
+    schema: schema as never,
+    codec: "ZSTD",
+    compressors: compressors as never,
+    rowGroupSize: ROW_GROUP,
+    kvMetadata: [{ key: "sextant", value: JSON.stringify(full) }],
+    createdBy: "sextant",
+  });
+  return { bytes: new Uint8Array(buf), meta: full };
+}
+
+// ---- reading ------------------------------------------------------------------------------
+
+const utf8 = new TextDecoder();
+
+export function partitionMeta(bytes: Uint8Array): PartitionMeta {
+  const md = parquetMetadata(bytes);
+  const kv = md.key_value_metadata?.find((k: { key: string }) => k.key === "sextant");
+  if (!kv?.value) throw new Error("not a Sextant partition (no sextant metadata)");
+  return JSON.parse(kv.value) as PartitionMeta;
+}
+
+type Decoded =
+  | { kind: "codes"; codes: Uint32Array; dict: Dict; present: Uint8Array | null }
+  | { kind: "f64"; vals: Float64Array; present: Uint8Array | null }
+  | { kind: "bool"; vals: Uint8Array };
+
+/** Reads one column across row groups: codes with a dictionary, or numbers. */
+function readColumnData(bytes: Uint8Array, md: ReturnType<typeof parquetMetadata>, name: string, total: number): Decoded {
+  const schemaPath = getSchemaPath(md.schema, [name]);
+  const element = schemaPath[schemaPath.length - 1]!.element;
+  const type = element.type as string;
+  const isString = type === "BYTE_ARRAY";
+  const nullable = element.repetition_type === "OPTIONAL";
+  const dict = new Dict();
+  const codes = isString ? new Uint32Array(total) : null;
+  const f64 = type === "DOUBLE" || type === "INT64" ? new Float64Array(total) : null;
+  const bools = type === "BOOLEAN" ? new Uint8Array(total) : null;
+  const present = nullable ? new Uint8Array(total) : null;
+  let rowBase = 0;
+  for (const rg of md.row_groups) {
+    const col = rg.columns.find((c: { meta_data?: { path_in_schema: string[] } }) => c.meta_data?.path_in_schema.join(".") === name || c.meta_data?.path_in_schema[0] === name)!;
+    const cm = col.meta_data!;
+    const decoder = { type, element, schemaPath, codec: cm.codec, compressors: decompressors, parsers: undefined, utf8: true };
+    const start = Number(cm.dictionary_page_offset ?? cm.data_page_offset);
+    const end = start + Number(cm.total_compressed_size);
+    const reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: start };
+    let pageDict: number[] | null = null; // page dictionary index -> our code
+    let row = rowBase;
+    while (reader.offset < end) {
+      const header = parquetHeader(reader);
+      const compressed = bytes.subarray(reader.offset, reader.offset + header.compressed_page_size);
+      reader.offset += header.compressed_page_size;
+      if (header.type === "DICTIONARY_PAGE") {
+        const page = decompressPage(compressed, Number(header.uncompressed_page_size), cm.codec, decompressors as never);
+        const values = readPlain({ view: new DataView(page.buffer, page.byteOffset, page.byteLength), offset: 0 }, type as never, header.dictionary_page_header!.num_values, element.type_length);
+        if (isString) pageDict = Array.from(values as Uint8Array[], (v) => dict.code(utf8.decode(v)));
+        else pageDict = Array.from(values as ArrayLike<number>, (v) => Number(v));
+        continue;
+      }
+      let dl: ArrayLike<number> | undefined;
+      let data: ArrayLike<unknown>;
+      let encoding: string;
+      if (header.type === "DATA_PAGE") {
+        const page = decompressPage(compressed, Number(header.uncompressed_page_size), cm.codec, decompressors as never);
+        const r = readDataPage(page, header.data_page_header!, decoder as never);
+        dl = r.definitionLevels;
+        data = r.dataPage;
+        encoding = header.data_page_header!.encoding;
+      } else if (header.type === "DATA_PAGE_V2") {
+        const r = readDataPageV2(compressed, header, decoder as never);
+        dl = r.definitionLevels;
+        data = r.dataPage;
+        encoding = header.data_page_header_v2!.encoding;
+      } else {
+        continue;
+      }
+      const viaDict = encoding.endsWith("_DICTIONARY") && pageDict !== null;
+      const nRows = dl && dl.length ? dl.length : data.length;
+      let v = 0;
+      for (let i = 0; i < nRows; i++, row++) {
+        if (present) {
+          if (!dl || dl[i] !== 1) continue;
+          present[row] = 1;
+        }
+        const raw = data[v++];
+        if (codes) codes[row] = viaDict ? pageDict![raw as number]! : dict.code(typeof raw === "string" ? raw : utf8.decode(raw as Uint8Array));
+        else if (f64) f64[row] = viaDict ? pageDict![raw as number]! : Number(raw);
+        else if (bools) bools[row] = raw ? 1 : 0;
+      }
+    }
+    rowBase += Number(rg.num_rows);
+  }
+  if (codes) return { kind: "codes", codes, dict, present };
+  if (f64) return { kind: "f64", vals: f64, present };
+  return { kind: "bool", vals: bools! };
+}
+
+/** Decodes a partition into a Chunk (contexts rebuilt from runs of equal values). */
+export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: PartitionMeta } {
+  const md = parquetMetadata(bytes);
+  const meta = partitionMeta(bytes);
+  const n = Number(md.num_rows);
+  const names = md.schema.slice(1).map((e: { name: string }) => e.name);
+  const col = (name: string) => readColumnData(bytes, md, name, n);
+  const ts = (col("ts") as { vals: Float64Array }).vals;
+  const nameCol = col("name") as { codes: Uint32Array; dict: Dict };
+  const path = col("pathname") as { codes: Uint32Array; dict: Dict };
+  const sessionRow = (col("session") as { vals: Float64Array }).vals;
+  const visitorRow = (col("visitor") as { vals: Float64Array }).vals;
+  const debugRow = (col("debug") as { vals: Uint8Array }).vals;
+  const dimRows = Object.fromEntries(CTX_DIMS.map((d) => [d, col(d) as { codes: Uint32Array; dict: Dict }])) as Record<string, { codes: Uint32Array; dict: Dict }>;
+
+  // Contexts: consecutive rows (sorted by session) with the same values share one.
+  const ctx = new Uint32Array(n);
+  let nctx = 0;
+  const ctxRow: number[] = [];
+  for (let i = 0; i < n; i++) {
+    let same = i > 0 && sessionRow[i] === sessionRow[i - 1] && visitorRow[i] === visitorRow[i - 1] && debugRow[i] === debugRow[i - 1];
+    if (same) {
+      for (const d of CTX_DIMS) {
+        const c = dimRows[d]!.codes;
+        if (c[i] !== c[i - 1]) {
+          same = false;
+          break;
+        }
+      }
+    }
+    if (!same) {
+      ctxRow.push(i);
+      nctx++;
+    }
+    ctx[i] = nctx - 1;
+  }
+  const session = new Float64Array(nctx);
+  const visitor = new Float64Array(nctx);
+  const debug = new Uint8Array(nctx);
+  const dims = Object.fromEntries(CTX_DIMS.map((d) => [d, new Uint32Array(nctx)])) as Chunk["dims"];
+  for (let c = 0; c < nctx; c++) {
+    const i = ctxRow[c]!;
+    session[c] = sessionRow[i]!;
+    visitor[c] = visitorRow[i]!;
+    debug[c] = debugRow[i]!;
+    for (const d of CTX_DIMS) dims[d][c] = dimRows[d]!.codes[i]!;
+  }
+  const dicts = { name: nameCol.dict, pathname: path.dict } as Chunk["dicts"];
+  for (const d of CTX_DIMS) dicts[d] = dimRows[d]!.dict;
+
+  const sp = new Map<string, StringProp>();
+  const np = new Map<string, NumberProp>();
+  for (const cname of names) {
+    if (cname.startsWith("sp.")) {
+      const d = col(cname) as { codes: Uint32Array; dict: Dict; present: Uint8Array };
+      sp.set(cname.slice(3), sparse(d.present, (rows, j, i) => (rows.codes[j] = d.codes[i]!), d.dict));
+    } else if (cname.startsWith("np.")) {
+      const d = col(cname) as { vals: Float64Array; present: Uint8Array };
+      np.set(cname.slice(3), sparseNum(d.present, d.vals));
+    } else if (cname === "props_json") {
+      const d = col(cname) as { codes: Uint32Array; dict: Dict; present: Uint8Array };
+      mergeOverflow(d, sp, np, n);
+    }
+  }
+  let minTs = Infinity;
+  let maxTs = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const t = ts[i]!;
+    if (t < minTs) minTs = t;
+    if (t > maxTs) maxTs = t;
+  }
+  const chunk: Chunk = {
+    app: meta.app,
+    n,
+    ts,
+    name: nameCol.codes,
+    pathname: path.codes,
+    ctx,
+    nctx,
+    session,
+    visitor,
+    debug,
+    dims,
+    dicts,
+    sp,
+    np,
+    minTs,
+    maxTs,
+  };
+  return { chunk, meta };
+}
+
+function sparse(present: Uint8Array, set: (p: StringProp, j: number, i: number) => void, dict: Dict): StringProp {
+  let count = 0;
+  for (let i = 0; i < present.length; i++) count += present[i]!;
+  const p: StringProp = { n: count, rows: new Uint32Array(count), codes: new Uint32Array(count), dict };
+  let j = 0;
+  for (let i = 0; i < present.length; i++) {
+    if (!present[i]) continue;
+    p.rows[j] = i;
+    set(p, j, i);
+    j++;
+  }
+  return p;
+}
+
+function sparseNum(present: Uint8Array, vals: Float64Array): NumberProp {
+  let count = 0;
+  for (let i = 0; i < present.length; i++) count += present[i]!;
+  const p: NumberProp = { n: count, rows: new Uint32Array(count), vals: new Float64Array(count) };
+  let j = 0;
+  for (let i = 0; i < present.length; i++) {
+    if (!present[i]) continue;
+    p.rows[j] = i;
+    p.vals[j++] = vals[i]!;
+  }
+  return p;
+}
+
+/** Properties past the column limit, kept as JSON per row, folded back into sparse columns. */
+function mergeOverflow(d: { codes: Uint32Array; dict: Dict; present: Uint8Array }, sp: Map<string, StringProp>, np: Map<string, NumberProp>, n: number) {
+  const sRows = new Map<string, { rows: number[]; vals: string[] }>();
+  const nRows = new Map<string, { rows: number[]; vals: number[] }>();
+  for (let i = 0; i < n; i++) {
+    if (!d.present[i]) continue;
+    const o = JSON.parse(d.dict.values[d.codes[i]!]!) as Record<string, string | number>;
+    for (const [k, v] of Object.entries(o)) {
+      const key = k.slice(2);
+      if (k.startsWith("s:")) (sRows.get(key) ?? sRows.set(key, { rows: [], vals: [] }).get(key)!).rows.push(i), sRows.get(key)!.vals.push(String(v));
+      else (nRows.get(key) ?? nRows.set(key, { rows: [], vals: [] }).get(key)!).rows.push(i), nRows.get(key)!.vals.push(Number(v));
+    }
+  }
+  for (const [k, { rows, vals }] of sRows) {
+    const dict = new Dict();
+    sp.set(k, { n: rows.length, rows: Uint32Array.from(rows), codes: Uint32Array.from(vals, (v) => dict.code(v)), dict });
+  }
+  for (const [k, { rows, vals }] of nRows) np.set(k, { n: rows.length, rows: Uint32Array.from(rows), vals: Float64Array.from(vals) });
+}

@@ -1,0 +1,297 @@
+// daily_totals: per app, UTC day and debug flag — events, pageviews, sessions, bounces,
+// session durations and the day's visitors — kept up to date as events arrive, so an
+// unfiltered overview never scans events.
+//
+// Definitions (docs/metrics.md): events and pageviews count on their own day; visitors
+// are distinct per day; a session counts on the day of its first event, with its
+// duration (last event minus first, whole seconds; over an hour, rounded down to the
+// minute) and bounce (at most one event, hence at most one pageview).
+//
+// How: per day, counters and a DistinctCounter move with each event. Sessions are held
+// open in a map while they may still grow; two days after their last event they are
+// folded into their start day's aggregates (count, bounces, duration histogram) and
+// forgotten. An event for a session already folded (more than two days late) marks the
+// days it touches dirty; the rollup job then recomputes those days from the stored events.
+
+import { DistinctCounter } from "./hll.ts";
+import type { Chunk } from "./chunk.ts";
+
+export const DAY_MS = 86_400_000;
+/** Sessions idle this long are folded into their start day. */
+export const SESSION_HOLD_MS = 2 * DAY_MS;
+
+export const dayOf = (ms: number) => Math.floor(ms / DAY_MS);
+export const dayText = (d: number) => new Date(d * DAY_MS).toISOString().slice(0, 10);
+export const dayNumber = (text: string) => Math.floor(Date.parse(`${text}T00:00:00Z`) / DAY_MS);
+
+/** Whole seconds, exact under an hour, rounded down to the minute above (histogram key). */
+export function durationKey(ms: number): number {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  return s < 3600 ? s : Math.floor(s / 60) * 60;
+}
+
+export class DayAgg {
+  events = 0;
+  pageviews = 0;
+  users = new DistinctCounter();
+  /** Sessions folded in (closed), with their bounces and duration histogram. */
+  sessions = 0;
+  bounces = 0;
+  durations = new Map<number, number>();
+
+  addSession(durationMs: number, bounce: boolean) {
+    this.sessions++;
+    if (bounce) this.bounces++;
+    const k = durationKey(durationMs);
+    this.durations.set(k, (this.durations.get(k) ?? 0) + 1);
+  }
+
+  serialize() {
+    return {
+      events: this.events,
+      pageviews: this.pageviews,
+      sessions: this.sessions,
+      bounces: this.bounces,
+      durations: [...this.durations],
+      users: Buffer.from(this.users.serialize()).toString("base64"),
+    };
+  }
+
+  static from(o: ReturnType<DayAgg["serialize"]>): DayAgg {
+    const a = new DayAgg();
+    a.events = o.events;
+    a.pageviews = o.pageviews;
+    a.sessions = o.sessions;
+    a.bounces = o.bounces;
+    a.durations = new Map(o.durations);
+    a.users = DistinctCounter.deserialize(new Uint8Array(Buffer.from(o.users, "base64")));
+    return a;
+  }
+}
+
+interface OpenSession {
+  first: number;
+  last: number;
+  events: number;
+  pageviews: number;
+  debug: boolean;
+}
+
+/** A day's totals as queries read them (open sessions included). */
+export interface DayTotals {
+  day: string;
+  events: number;
+  pageviews: number;
+  users: number;
+  sessions: number;
+  bounces: number;
+  durations: Map<number, number>;
+  /** For merging visitors across days in one query (not summed: a period's users are the sum of its days). */
+  visitors: DistinctCounter;
+}
+
+class AppRollup {
+  /** "day|debug" -> closed aggregates */
+  days = new Map<string, DayAgg>();
+  open = new Map<number, OpenSession>();
+  /** Sessions folded, kept as ids so a late event for one is recognised (pruned with age). */
+  folded = new Map<number, number>();
+  dirty = new Set<number>();
+}
+
+const key = (day: number, debug: boolean) => `${day}|${debug ? 1 : 0}`;
+
+export class Rollups {
+  private apps = new Map<number, AppRollup>();
+
+  private app(id: number): AppRollup {
+    let a = this.apps.get(id);
+    if (!a) this.apps.set(id, (a = new AppRollup()));
+    return a;
+  }
+
+  private agg(a: AppRollup, day: number, debug: boolean): DayAgg {
+    const k = key(day, debug);
+    let g = a.days.get(k);
+    if (!g) a.days.set(k, (g = new DayAgg()));
+    return g;
+  }
+
+  /** One event, as it is appended to the store. */
+  add(app: number, ts: number, session: number, visitor: number, debug: boolean, pageview: boolean): void {
+    const a = this.app(app);
+    const day = dayOf(ts);
+    const g = this.agg(a, day, debug);
+    g.events++;
+    if (pageview) g.pageviews++;
+    g.users.add(visitor);
+    const s = a.open.get(session);
+    if (s) {
+      // Open sessions are summed when read, so a start that moves needs no correction.
+      if (ts < s.first) s.first = ts;
+      if (ts > s.last) s.last = ts;
+      s.events++;
+      if (pageview) s.pageviews++;
+      return;
+    }
+    const foldedDay = a.folded.get(session);
+    if (foldedDay !== undefined) {
+      // More than two days late: recompute the days this session touches from the events.
+      a.dirty.add(foldedDay);
+      a.dirty.add(day);
+      return;
+    }
+    a.open.set(session, { first: ts, last: ts, events: 1, pageviews: pageview ? 1 : 0, debug });
+  }
+
+  /** Folds sessions idle for SESSION_HOLD_MS into their start day (run by the rollup job). */
+  fold(now: number): number {
+    let n = 0;
+    for (const a of this.apps.values()) {
+      for (const [id, s] of a.open) {
+        if (now - s.last < SESSION_HOLD_MS) continue;
+        const d = dayOf(s.first);
+        this.agg(a, d, s.debug).addSession(s.last - s.first, s.events <= 1 && s.pageviews <= 1);
+        a.open.delete(id);
+        a.folded.set(id, d);
+        n++;
+      }
+      // A folded id older than the 7 days ingest accepts can no longer come back.
+      for (const [id, d] of a.folded) if ((d + 9) * DAY_MS < now) a.folded.delete(id);
+    }
+    return n;
+  }
+
+  /** Days whose aggregates must be recomputed from events (cleared by `recompute`). */
+  dirtyDays(): [number, number[]][] {
+    const out: [number, number[]][] = [];
+    for (const [id, a] of this.apps) if (a.dirty.size) out.push([id, [...a.dirty].sort((x, y) => x - y)]);
+    return out;
+  }
+
+  /**
+   * Rebuilds an app's days from its stored events: `chunks` must hold every event from
+   * the day before the first dirty day to two days after the last (sessions cross midnight).
+   */
+  recompute(app: number, days: number[], chunks: Chunk[], now: number): void {
+    const a = this.app(app);
+    const wanted = new Set(days);
+    const fresh = new Map<string, DayAgg>();
+    const sessions = new Map<number, OpenSession>();
+    for (const c of chunks) {
+      const pv = c.dicts.name.find("pageview");
+      for (let i = 0; i < c.n; i++) {
+        const ts = c.ts[i]!;
+        const x = c.ctx[i]!;
+        const debug = c.debug[x] === 1;
+        const id = c.session[x]!;
+        const isPv = c.name[i] === pv;
+        const d = dayOf(ts);
+        if (wanted.has(d)) {
+          const k = key(d, debug);
+          let g = fresh.get(k);
+          if (!g) fresh.set(k, (g = new DayAgg()));
+          g.events++;
+          if (isPv) g.pageviews++;
+          g.users.add(c.visitor[x]!);
+        }
+        const s = sessions.get(id);
+        if (!s) sessions.set(id, { first: ts, last: ts, events: 1, pageviews: isPv ? 1 : 0, debug });
+        else {
+          if (ts < s.first) s.first = ts;
+          if (ts > s.last) s.last = ts;
+          s.events++;
+          if (isPv) s.pageviews++;
+        }
+      }
+    }
+    // Sessions starting on a recomputed day: closed ones are folded in, recent ones stay open.
+    for (const d of days) for (const debug of [false, true]) a.days.delete(key(d, debug));
+    for (const [k, g] of fresh) a.days.set(k, g);
+    for (const [id, s] of sessions) {
+      const d = dayOf(s.first);
+      if (!wanted.has(d)) continue;
+      a.open.delete(id);
+      if (now - s.last < SESSION_HOLD_MS) a.open.set(id, s);
+      else {
+        this.agg(a, d, s.debug).addSession(s.last - s.first, s.events <= 1 && s.pageviews <= 1);
+        a.folded.set(id, d);
+      }
+    }
+    for (const d of days) a.dirty.delete(d);
+  }
+
+  /** Totals of one day for one debug flag, open sessions included. */
+  totals(app: number, day: number, debug: boolean): DayTotals {
+    const a = this.apps.get(app);
+    const g = a?.days.get(key(day, debug));
+    const durations = new Map(g?.durations ?? []);
+    let sessions = g?.sessions ?? 0;
+    let bounces = g?.bounces ?? 0;
+    for (const s of a?.open.values() ?? []) {
+      if (s.debug !== debug || dayOf(s.first) !== day) continue;
+      sessions++;
+      if (s.events <= 1 && s.pageviews <= 1) bounces++;
+      const k = durationKey(s.last - s.first);
+      durations.set(k, (durations.get(k) ?? 0) + 1);
+    }
+    return {
+      day: dayText(day),
+      events: g?.events ?? 0,
+      pageviews: g?.pageviews ?? 0,
+      users: g?.users.count() ?? 0,
+      sessions,
+      bounces,
+      durations,
+      visitors: g?.users ?? new DistinctCounter(),
+    };
+  }
+
+  dropApp(app: number) {
+    this.apps.delete(app);
+  }
+
+  /** Everything, for a checkpoint. */
+  snapshot(): string {
+    const out: Record<string, unknown> = {};
+    for (const [id, a] of this.apps) {
+      out[id] = {
+        days: [...a.days].map(([k, g]) => [k, g.serialize()]),
+        open: [...a.open],
+        folded: [...a.folded],
+        dirty: [...a.dirty],
+      };
+    }
+    return JSON.stringify(out);
+  }
+
+  restore(json: string): void {
+    this.apps.clear();
+    const o = JSON.parse(json) as Record<string, { days: [string, ReturnType<DayAgg["serialize"]>][]; open: [number, OpenSession][]; folded: [number, number][]; dirty: number[] }>;
+    for (const [id, v] of Object.entries(o)) {
+      const a = new AppRollup();
+      for (const [k, g] of v.days) a.days.set(k, DayAgg.from(g));
+      a.open = new Map(v.open);
+      a.folded = new Map(v.folded);
+      a.dirty = new Set(v.dirty);
+      this.apps.set(Number(id), a);
+    }
+  }
+}
+
+/** Median of a duration histogram (average of the two middle values for an even count). */
+export function medianOf(hist: Map<number, number>): number {
+  let total = 0;
+  for (const c of hist.values()) total += c;
+  if (total === 0) return 0;
+  const keys = [...hist.keys()].sort((a, b) => a - b);
+  const at = (rank: number) => {
+    let seen = 0;
+    for (const k of keys) {
+      seen += hist.get(k)!;
+      if (seen > rank) return k;
+    }
+    return keys[keys.length - 1]!;
+  };
+  return total % 2 === 1 ? at((total - 1) / 2) : (at(total / 2 - 1) + at(total / 2)) / 2;
+}

@@ -1,0 +1,298 @@
+// The event store: a small database of one app's events per partition.
+//  - an in-memory head per app (HeadChunk) takes appends of events already in the
+//    write-ahead log;
+//  - a flush writes every head out as hourly Parquet partitions tagged with the log
+//    sequence they cover, then the heads are dropped (the checkpoint then lets the log go);
+//  - compaction merges the partitions of a finished day into one file;
+//  - queries plan which partitions overlap their app and time range, decode those (kept in
+//    a cache bounded by bytes) and read them together with the head.
+// Files are written atomically: a temporary name, fsync, rename, fsync of the directory —
+// so a crash leaves either the whole file under its final name or only a .tmp to delete.
+// It knows nothing of HTTP or ingest: it takes events and answers with column chunks.
+
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { Logger } from "../log.ts";
+import { Catalog, applySupersede, dateDir, partitionName, type Partition } from "./catalog.ts";
+import { eventsOf, HeadChunk, CTX_DIMS, type Chunk } from "./chunk.ts";
+import type { EventSink, StoredEvent } from "./event.ts";
+import { readPartition, writePartition, type RowSource } from "./parquet.ts";
+import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";
+
+export interface StoreOptions {
+  /** Directory of the partitions (<data>/events). */
+  dir: string;
+  log: Logger;
+  /** Budget for decoded partitions kept in memory, in bytes. */
+  cacheBytes: number;
+}
+
+/** What a query will read, computed without any I/O. */
+export interface ScanPlan {
+  partitions: Partition[];
+  /** In-memory heads (the live one, and one being flushed) holding events of the app. */
+  heads: number;
+}
+
+export class EventStore implements EventSink {
+  readonly catalog: Catalog;
+  readonly rollups = new Rollups();
+  private heads = new Map<number, HeadChunk>();
+  /** Heads being written out: still read by queries until their files are in the catalog. */
+  private flushing = new Set<HeadChunk>();
+  private cache = new Map<string, { chunk: Chunk; bytes: number }>();
+  private cacheUsed = 0;
+  private pv = "pageview";
+
+  constructor(private o: StoreOptions) {
+    this.catalog = new Catalog(o.dir);
+  }
+
+  /** Lists partitions, cleaning up after any crash (see catalog.ts for the rules). */
+  open(checkpointTag: number): { partitions: number; removed: number } {
+    const r = this.catalog.load(checkpointTag);
+    for (const f of r.removed) this.o.log.info("store: removed an unfinished or superseded file", { file: f.slice(this.o.dir.length + 1) });
+    return { partitions: r.partitions, removed: r.removed.length };
+  }
+
+  append(events: StoredEvent[]): void {
+    for (const e of events) {
+      let h = this.heads.get(e.app);
+      if (!h) this.heads.set(e.app, (h = new HeadChunk(e.app)));
+      h.append(e);
+      this.rollups.add(e.app, e.ts, e.session, e.visitor, e.debug, e.name === this.pv);
+    }
+  }
+
+  /** Events held in heads (not yet in partitions), and their approximate bytes. */
+  headSize(): { events: number; bytes: number } {
+    let events = 0;
+    let bytes = 0;
+    for (const h of [...this.heads.values(), ...this.flushing]) {
+      events += h.n;
+      bytes += h.bytes();
+    }
+    return { events, bytes };
+  }
+
+  // ---- flush --------------------------------------------------------------------------------
+
+  /**
+   * First half of a flush, synchronous: the current heads stop taking appends (new events
+   * go to fresh heads) and are returned; queries keep reading them until `finishFlush`.
+   */
+  takeHeads(): HeadChunk[] {
+    const taken = [...this.heads.values()].filter((h) => h.n > 0);
+    for (const h of taken) this.flushing.add(h);
+    this.heads = new Map();
+    return taken;
+  }
+
+  /** Second half: writes the taken heads as hourly partitions tagged `tag`. */
+  writeHeads(heads: HeadChunk[], tag: number): Partition[] {
+    const written: Partition[] = [];
+    for (const h of heads) {
+      // Group rows by UTC hour.
+      const byHour = new Map<number, number[]>();
+      for (let i = 0; i < h.n; i++) {
+        const hour = Math.floor(h.ts[i]! / 3_600_000);
+        let rows = byHour.get(hour);
+        if (!rows) byHour.set(hour, (rows = []));
+        rows.push(i);
+      }
+      for (const [hour, rows] of byHour) {
+        const start = hour * 3_600_000;
+        const date = dayText(dayOf(start));
+        const hh = new Date(start).getUTCHours();
+        const file = join(dateDir(this.o.dir, h.app, date), partitionName(hh, tag));
+        const { bytes } = writePartition([{ chunk: h, rows: Uint32Array.from(rows) }], { app: h.app, tag });
+        writeAtomic(file, bytes);
+        written.push({ app: h.app, date, hour: hh, tag, file, bytes: bytes.length, startMs: start, endMs: start + 3_600_000 });
+      }
+    }
+    return written;
+  }
+
+  /** Makes written partitions visible and stops reading the heads they came from, in one step. */
+  finishFlush(heads: HeadChunk[], written: Partition[]): void {
+    for (const p of written) this.catalog.add(p);
+    for (const h of heads) this.flushing.delete(h);
+  }
+
+  /** A failed write: the heads stay readable and are written again by the next flush. */
+  abandonFlush(heads: HeadChunk[], written: Partition[]): void {
+    for (const p of written) rmSync(p.file, { force: true });
+    for (const h of heads) {
+      this.flushing.delete(h);
+      // Put the events back in front of whatever arrived meanwhile.
+      const now = this.heads.get(h.app);
+      if (!now) this.heads.set(h.app, h);
+      else {
+        const merged = new HeadChunk(h.app);
+        for (const e of eventsOf(h)) merged.append(e);
+        for (const e of eventsOf(now)) merged.append(e);
+        this.heads.set(h.app, merged);
+      }
+    }
+  }
+
+  // ---- compaction ---------------------------------------------------------------------------
+
+  /**
+   * Merges every partition of one app's day into a single file (tag = the largest merged),
+   * renamed into place before the sources are deleted; the supersede rule makes a crash
+   * between the two harmless. Answers the new partition, or null when there is nothing to do.
+   */
+  compactDay(app: number, date: string): Partition | null {
+    const parts = this.catalog.partitionsOf(app, date);
+    if (parts.length < 2 && (parts.length === 0 || parts[0]!.hour === null)) return null;
+    const sources: RowSource[] = parts.map((p) => {
+      const chunk = this.load(p);
+      return { chunk, rows: Uint32Array.from({ length: chunk.n }, (_, i) => i) };
+    });
+    const tag = Math.max(...parts.map((p) => p.tag));
+    const file = join(dateDir(this.o.dir, app, date), partitionName(null, tag));
+    const { bytes } = writePartition(sources, { app, tag });
+    // A day file with the same tag may exist (merging it with later files gives a higher tag).
+    if (parts.some((p) => p.file === file)) return null;
+    writeAtomic(file, bytes);
+    const day = Date.parse(`${date}T00:00:00Z`);
+    const merged: Partition = { app, date, hour: null, tag, file, bytes: bytes.length, startMs: day, endMs: day + DAY_MS };
+    const kept = applySupersede([...parts, merged]);
+    for (const p of parts) if (!kept.includes(p)) this.evict(p.file);
+    this.catalog.replaceDate(app, date, kept);
+    return merged;
+  }
+
+  /** Compacts every day before `beforeDay` (YYYY-MM-DD) that has more than one file. */
+  compactBefore(beforeDay: string): number {
+    let n = 0;
+    for (const app of this.catalog.apps()) {
+      for (const date of this.catalog.datesOf(app)) {
+        if (date >= beforeDay) continue;
+        if (this.compactDay(app, date)) n++;
+      }
+    }
+    return n;
+  }
+
+  // ---- reading ------------------------------------------------------------------------------
+
+  /** Which partitions and heads a query over [fromMs, toMs) of an app reads. No I/O. */
+  plan(app: number, fromMs: number, toMs: number): ScanPlan {
+    let heads = 0;
+    for (const h of this.headsOf(app)) if (h.n > 0 && h.maxTs >= fromMs && h.minTs < toMs) heads++;
+    return { partitions: this.catalog.plan(app, fromMs, toMs), heads };
+  }
+
+  /** The chunks holding an app's events in [fromMs, toMs): decoded partitions and heads. */
+  chunks(app: number, fromMs: number, toMs: number): Chunk[] {
+    const out: Chunk[] = [];
+    for (const p of this.catalog.plan(app, fromMs, toMs)) out.push(this.load(p));
+    for (const h of this.headsOf(app)) if (h.n > 0 && h.maxTs >= fromMs && h.minTs < toMs) out.push(h);
+    return out;
+  }
+
+  private headsOf(app: number): HeadChunk[] {
+    const out: HeadChunk[] = [];
+    for (const h of this.flushing) if (h.app === app) out.push(h);
+    const live = this.heads.get(app);
+    if (live) out.push(live);
+    return out;
+  }
+
+  private load(p: Partition): Chunk {
+    const hit = this.cache.get(p.file);
+    if (hit) {
+      // Most recently used last.
+      this.cache.delete(p.file);
+      this.cache.set(p.file, hit);
+      return hit.chunk;
+    }
+    const { chunk } = readPartition(new Uint8Array(readFileSync(p.file)));
+    const bytes = chunkBytes(chunk);
+    this.cache.set(p.file, { chunk, bytes });
+    this.cacheUsed += bytes;
+    for (const [f, e] of this.cache) {
+      if (this.cacheUsed <= this.o.cacheBytes || f === p.file) break;
+      this.cache.delete(f);
+      this.cacheUsed -= e.bytes;
+    }
+    return chunk;
+  }
+
+  private evict(file: string) {
+    const e = this.cache.get(file);
+    if (e) {
+      this.cache.delete(file);
+      this.cacheUsed -= e.bytes;
+    }
+  }
+
+  cacheStats() {
+    return { files: this.cache.size, bytes: this.cacheUsed, budget: this.o.cacheBytes };
+  }
+
+  /** Every event of an app, as objects: exports and tests only, never queries. */
+  *events(app: number): Generator<StoredEvent> {
+    for (const c of this.chunks(app, -Infinity, Infinity)) yield* eventsOf(c);
+  }
+
+  count(app: number): number {
+    let n = 0;
+    for (const c of this.chunks(app, -Infinity, Infinity)) n += c.n;
+    return n;
+  }
+
+  /** Recomputes days whose rollups were marked dirty, from the stored events. */
+  refreshRollups(now: number): number {
+    let n = 0;
+    for (const [app, days] of this.rollups.dirtyDays()) {
+      const from = (days[0]! - 1) * DAY_MS;
+      const to = (days[days.length - 1]! + 3) * DAY_MS;
+      this.rollups.recompute(app, days, this.chunks(app, from, to), now);
+      n += days.length;
+    }
+    return n;
+  }
+
+  dropApps(apps: number[]): void {
+    for (const app of apps) {
+      this.heads.delete(app);
+      for (const h of [...this.flushing]) if (h.app === app) this.flushing.delete(h);
+      for (const p of this.catalog.all()) if (p.app === app) this.evict(p.file);
+      this.catalog.dropApp(app);
+      this.rollups.dropApp(app);
+    }
+  }
+}
+
+function chunkBytes(c: Chunk): number {
+  let b = c.n * 20 + c.nctx * (17 + 4 * CTX_DIMS.length);
+  for (const d of Object.values(c.dicts)) b += d.bytes();
+  for (const p of c.sp.values()) b += p.n * 8 + p.dict.bytes();
+  for (const p of c.np.values()) b += p.n * 12;
+  return b;
+}
+
+/** temp name, fsync, rename, fsync the directory: the file appears whole or not at all. */
+export function writeAtomic(file: string, bytes: Uint8Array): void {
+  const dir = dirname(file);
+  mkdirSync(dir, { recursive: true });
+  const tmp = `${file}.tmp`;
+  const fd = openSync(tmp, "w");
+  try {
+    let off = 0;
+    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+  const d = openSync(dir, "r");
+  try {
+    fsyncSync(d);
+  } finally {
+    closeSync(d);
+  }
+}
