@@ -37,10 +37,21 @@ export function loadCheckpoint(d: CheckpointDeps): number {
 
 let running: Promise<unknown> | null = null;
 
+/**
+ * Where a test may stop a checkpoint dead, as a crash would: after the partitions are
+ * written but before the metadata transaction, or after the transaction but before the
+ * log is dropped. Nothing is cleaned up; the caller then aborts the server.
+ */
+export type CheckpointCrash = "after-write" | "after-commit";
+
+export class SimulatedCrash extends Error {
+  override name = "SimulatedCrash";
+}
+
 /** Runs one checkpoint (one at a time; a call during another waits for it, then runs). */
-export async function checkpoint(d: CheckpointDeps): Promise<{ seq: number; files: number; events: number; ms: number }> {
+export async function checkpoint(d: CheckpointDeps, crashAt?: CheckpointCrash): Promise<{ seq: number; files: number; events: number; ms: number }> {
   while (running) await running.catch(() => {});
-  const p = run(d);
+  const p = run(d, crashAt);
   running = p;
   try {
     return await p;
@@ -49,7 +60,7 @@ export async function checkpoint(d: CheckpointDeps): Promise<{ seq: number; file
   }
 }
 
-async function run(d: CheckpointDeps) {
+async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   const t0 = performance.now();
   const seq = await d.ingest.settle();
   // From here to the end: synchronous.
@@ -58,17 +69,20 @@ async function run(d: CheckpointDeps) {
   let written: ReturnType<EventStore["writeHeads"]> = [];
   try {
     written = d.store.writeHeads(heads, seq);
+    if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
     d.db.transaction(() => {
       d.ingest.saveState();
       d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('rollups', ?)").run(d.store.rollups.snapshot());
       d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('seq', ?)").run(String(seq));
     })();
   } catch (e) {
+    if (e instanceof SimulatedCrash) throw e;
     d.store.abandonFlush(heads, written);
     d.log.error("checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message });
     throw e;
   }
   d.store.finishFlush(heads, written);
+  if (crashAt === "after-commit") throw new SimulatedCrash(crashAt);
   d.ingest.dropLog(seq);
   const ms = Math.round(performance.now() - t0);
   if (events > 0) d.log.info("checkpoint", { seq, files: written.length, events, ms });

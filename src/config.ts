@@ -20,6 +20,7 @@ export interface Config {
   plansFile: string | null;
   hardLimitPercent: number;
   memoryMb: number;
+  flushEvents: number;
 }
 
 /** A bad value: the message is one line naming the variable and what it accepts. */
@@ -240,6 +241,17 @@ export const OPTIONS = [
     fallback: () => 1024,
     parse: int(64, 1_048_576),
   } satisfies Option<"memoryMb">,
+  {
+    key: "flushEvents",
+    env: "SEXTANT_FLUSH_EVENTS",
+    flag: "--flush-events",
+    unit: "events",
+    defaultText: "1000000",
+    description: "Recent events are written to Parquet every hour, or as soon as this many are waiting.",
+    accepts: "an integer from 1 to 100000000",
+    fallback: () => 1_000_000,
+    parse: int(1, 100_000_000),
+  } satisfies Option<"flushEvents">,
 ] as const;
 
 type AnyOption = Option<keyof Config>;

@@ -44,6 +44,11 @@ export interface RunningServer {
   /** Base URL of the ingest-only listener, or the main one when none is configured. */
   ingestUrl: string;
   services: Services;
+  /**
+   * Stops at once without the final checkpoint, leaving the data directory as a crash
+   * would (what was acknowledged is in the write-ahead log). For crash tests.
+   */
+  abort(): Promise<void>;
   /** The registered routes of the main app (method, path, hooks with their OpenAPI detail). */
   routes(): { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[];
   stop(): Promise<void>;
@@ -124,7 +129,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now });
   const scheduler = new Scheduler(log, now, opts.autoSchedule ?? true);
   const memory = config.memoryMb * 1024 * 1024;
-  const store = new EventStore({ dir: join(config.dataDir, "events"), log, cacheBytes: Math.floor(memory * 0.6) });
+  const store = new EventStore({ dir: join(config.dataDir, "events"), log, cacheBytes: Math.floor(memory * 0.6), flushEvents: config.flushEvents });
   const ingest = new Ingest({
     db,
     log,
@@ -144,6 +149,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
   const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans };
   const cp = { db, log, ingest, store };
+  store.onFull = () => {
+    // Outside the append: the checkpoint waits for in-flight writes first.
+    setTimeout(() => void checkpoint(cp).catch(() => {}), 0);
+  };
   for (const job of standardJobs({
     db,
     log,
@@ -186,7 +195,18 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     })());
 
   const routes = () => api.routes as ReturnType<RunningServer["routes"]>;
-  return { url, ingestUrl, services, routes, stop };
+  const abort = async () => {
+    stopping ??= (async () => {
+      main.stop(true);
+      ingestListener?.stop(true);
+      scheduler.stop();
+      await ingest.close();
+      mailer.close();
+      db.close();
+    })();
+    await stopping;
+  };
+  return { url, ingestUrl, services, routes, stop, abort };
 }
 
 function displayHost(host: string): string {

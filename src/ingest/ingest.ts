@@ -417,7 +417,7 @@ export class Ingest {
         const { a, d, c } = JSON.parse(dec.decode(r.payload)) as { a: number; d: string; c: OutcomeCounts };
         this.usage.addAll(a, d, c);
       }
-    });
+    }, after);
     this.lastPrune = 0;
     this.pruneDedupe(this.d.now());
     return { records, events, truncated };

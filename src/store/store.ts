@@ -10,7 +10,7 @@
 // so a crash leaves either the whole file under its final name or only a .tmp to delete.
 // It knows nothing of HTTP or ingest: it takes events and answers with column chunks.
 
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Logger } from "../log.ts";
 import { Catalog, applySupersede, dateDir, partitionName, type Partition } from "./catalog.ts";
@@ -25,6 +25,8 @@ export interface StoreOptions {
   log: Logger;
   /** Budget for decoded partitions kept in memory, in bytes. */
   cacheBytes: number;
+  /** Heads holding more events than this ask to be flushed (onFull). */
+  flushEvents: number;
 }
 
 /** What a query will read, computed without any I/O. */
@@ -44,6 +46,10 @@ export class EventStore implements EventSink {
   private cacheUsed = 0;
   private pv = "pageview";
 
+  /** Called once when the heads pass `flushEvents` events; again after the next flush. */
+  onFull: () => void = () => {};
+  private fullSignalled = false;
+
   constructor(private o: StoreOptions) {
     this.catalog = new Catalog(o.dir);
   }
@@ -55,12 +61,19 @@ export class EventStore implements EventSink {
     return { partitions: r.partitions, removed: r.removed.length };
   }
 
+  private headEvents = 0;
+
   append(events: StoredEvent[]): void {
     for (const e of events) {
       let h = this.heads.get(e.app);
       if (!h) this.heads.set(e.app, (h = new HeadChunk(e.app)));
       h.append(e);
       this.rollups.add(e.app, e.ts, e.session, e.visitor, e.debug, e.name === this.pv);
+    }
+    this.headEvents += events.length;
+    if (!this.fullSignalled && this.headEvents > this.o.flushEvents) {
+      this.fullSignalled = true;
+      this.onFull();
     }
   }
 
@@ -85,6 +98,8 @@ export class EventStore implements EventSink {
     const taken = [...this.heads.values()].filter((h) => h.n > 0);
     for (const h of taken) this.flushing.add(h);
     this.heads = new Map();
+    this.headEvents = 0;
+    this.fullSignalled = false;
     return taken;
   }
 
@@ -143,7 +158,7 @@ export class EventStore implements EventSink {
    * renamed into place before the sources are deleted; the supersede rule makes a crash
    * between the two harmless. Answers the new partition, or null when there is nothing to do.
    */
-  compactDay(app: number, date: string): Partition | null {
+  compactDay(app: number, date: string, crashAt?: "before-rename" | "after-rename"): Partition | null {
     const parts = this.catalog.partitionsOf(app, date);
     if (parts.length < 2 && (parts.length === 0 || parts[0]!.hour === null)) return null;
     const sources: RowSource[] = parts.map((p) => {
@@ -155,7 +170,13 @@ export class EventStore implements EventSink {
     const { bytes } = writePartition(sources, { app, tag });
     // A day file with the same tag may exist (merging it with later files gives a higher tag).
     if (parts.some((p) => p.file === file)) return null;
+    if (crashAt === "before-rename") {
+      // What a crash mid-write leaves: a temporary file, the sources untouched.
+      writeFileSync(`${file}.tmp`, bytes.subarray(0, bytes.length >> 1));
+      throw new Error("simulated crash before rename");
+    }
     writeAtomic(file, bytes);
+    if (crashAt === "after-rename") throw new Error("simulated crash after rename");
     const day = Date.parse(`${date}T00:00:00Z`);
     const merged: Partition = { app, date, hour: null, tag, file, bytes: bytes.length, startMs: day, endMs: day + DAY_MS };
     const kept = applySupersede([...parts, merged]);

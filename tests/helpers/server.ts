@@ -18,6 +18,8 @@ export interface TestServer {
   /** fetch against any path of the main listener. */
   req(path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
   stop(): Promise<void>;
+  /** Stops without the final checkpoint, as a crash would leave things. */
+  abort(): Promise<void>;
 }
 
 /** A clock tests move by hand, so expiry is tested without waiting. */
@@ -55,6 +57,7 @@ export async function startTestServer(config: Partial<Config> = {}, opts: { cloc
       await server.stop();
       if (!config.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
+    abort: () => server.abort(),
   };
 }
 

@@ -1,0 +1,166 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { EventStore } from "../../src/store/store.ts";
+import { createLogger } from "../../src/log.ts";
+import { DAY_MS, dayNumber, medianOf } from "../../src/store/rollups.ts";
+import type { StoredEvent } from "../../src/store/event.ts";
+import { canonical, randomEvents } from "../helpers/events.ts";
+import { refDaily, refMedian } from "../helpers/reference.ts";
+
+const log = createLogger("silent");
+const mk = (dir: string, cacheBytes = 64 << 20) => new EventStore({ dir, log, cacheBytes, flushEvents: 1e9 });
+const tmp = () => mkdtempSync(join(tmpdir(), "sextant-store-"));
+const files = (dir: string) => {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : out.push(relative(dir, join(d, f.name)));
+  };
+  walk(dir);
+  return out.sort();
+};
+const flush = (s: EventStore, tag: number) => {
+  const heads = s.takeHeads();
+  s.finishFlush(heads, s.writeHeads(heads, tag));
+};
+
+describe("event store", () => {
+  test("a flush writes hourly partitions per app; reopening reads the same events", () => {
+    const dir = tmp();
+    const s = mk(dir);
+    const a = randomEvents(1, 3000, { seed: 1, start: Date.UTC(2026, 10, 1), spanMs: 2 * DAY_MS });
+    const b = randomEvents(2, 500, { seed: 2, start: Date.UTC(2026, 10, 1), spanMs: DAY_MS });
+    s.append(a);
+    s.append(b);
+    flush(s, 10);
+    const f = files(dir);
+    expect(f.every((x) => /^app=[12]\/date=2026-11-0[1-4]\/hour=\d\d\.t10\.parquet$/.test(x))).toBe(true);
+    expect(f.some((x) => x.startsWith("app=2/"))).toBe(true);
+    const again = mk(dir);
+    expect(again.open(10).partitions).toBe(f.length);
+    expect(canonical(again.events(1))).toEqual(canonical(a));
+    expect(canonical(again.events(2))).toEqual(canonical(b));
+  });
+
+  test("compaction merges a day's files into one, sources gone, events unchanged", () => {
+    const dir = tmp();
+    const s = mk(dir);
+    const evs = randomEvents(3, 4000, { seed: 3, start: Date.UTC(2026, 10, 5), spanMs: DAY_MS - 3_600_000 });
+    s.append(evs.slice(0, 2000));
+    flush(s, 5);
+    s.append(evs.slice(2000));
+    flush(s, 9);
+    const before = files(dir).filter((x) => x.includes("date=2026-11-05"));
+    expect(before.length).toBeGreaterThan(2);
+    expect(s.compactDay(3, "2026-11-05")?.tag).toBe(9);
+    expect(files(dir).filter((x) => x.includes("date=2026-11-05"))).toEqual(["app=3/date=2026-11-05/day.t9.parquet"]);
+    expect(canonical(s.events(3))).toEqual(canonical(evs));
+    const re = mk(dir);
+    re.open(9);
+    expect(canonical(re.events(3))).toEqual(canonical(evs));
+  });
+
+  test("queries plan by app and time before reading: pruning without I/O", () => {
+    const dir = tmp();
+    const s = mk(dir);
+    s.append(randomEvents(4, 2000, { seed: 4, start: Date.UTC(2026, 10, 1), spanMs: 10 * DAY_MS }));
+    s.append(randomEvents(5, 500, { seed: 5, start: Date.UTC(2026, 10, 1), spanMs: 10 * DAY_MS }));
+    flush(s, 1);
+    const from = Date.UTC(2026, 10, 3);
+    const to = Date.UTC(2026, 10, 5);
+    const plan = s.plan(4, from, to);
+    expect(plan.partitions.length).toBeGreaterThan(0);
+    expect(plan.partitions.every((p) => p.app === 4 && p.endMs > from && p.startMs < to)).toBe(true);
+    expect(plan.partitions.every((p) => p.date === "2026-11-03" || p.date === "2026-11-04")).toBe(true);
+    expect(plan.heads).toBe(0);
+    expect(s.cacheStats().files).toBe(0); // planning read nothing
+    const inRange = [...s.chunks(4, from, to)].reduce((n, c) => n + c.n, 0);
+    expect(inRange).toBeGreaterThan(0);
+  });
+
+  test("a data set larger than the cache stays queryable, with the cache under its budget", () => {
+    const dir = tmp();
+    const s = mk(dir, 200_000);
+    const evs = randomEvents(6, 20_000, { seed: 6, start: Date.UTC(2026, 10, 1), spanMs: 5 * DAY_MS });
+    s.append(evs);
+    flush(s, 1);
+    expect(s.count(6)).toBe(20_000);
+    expect(canonical(s.events(6))).toEqual(canonical(evs));
+    expect(s.cacheStats().bytes).toBeLessThanOrEqual(200_000 + 200_000); // at most one file over, while in use
+  });
+
+  test("a crash leaves .tmp files and unfinished flushes: opening removes them", () => {
+    const dir = tmp();
+    const s = mk(dir);
+    s.append(randomEvents(7, 300, { seed: 7 }));
+    flush(s, 3);
+    s.append(randomEvents(7, 300, { seed: 8 }));
+    const heads = s.takeHeads();
+    s.writeHeads(heads, 8); // written, never checkpointed
+    const re = mk(dir);
+    const r = re.open(3);
+    expect(r.removed).toBeGreaterThan(0);
+    expect(files(dir).every((f) => f.includes(".t3."))).toBe(true);
+    expect(re.count(7)).toBe(300);
+  });
+});
+
+describe("rollups (daily_totals) against the reference", () => {
+  function check(s: EventStore, app: number, events: StoredEvent[]) {
+    for (const debug of [false, true]) {
+      const ref = refDaily(events, debug);
+      for (const [day, r] of ref) {
+        const t = s.rollups.totals(app, dayNumber(day), debug);
+        expect({ day, debug, events: t.events, pageviews: t.pageviews, users: t.users, sessions: t.sessions, bounces: t.bounces, median: medianOf(t.durations) }).toEqual({
+          day,
+          debug,
+          events: r.events,
+          pageviews: r.pageviews,
+          users: r.users,
+          sessions: r.sessions,
+          bounces: r.bounces,
+          median: refMedian(r.durations),
+        });
+      }
+    }
+  }
+
+  test("as events arrive, including sessions across midnight", () => {
+    const s = mk(tmp());
+    // Start at 22:00 so many sessions cross midnight.
+    const evs = randomEvents(9, 6000, { seed: 9, start: Date.UTC(2026, 10, 1, 22), spanMs: 3 * DAY_MS, web: true });
+    s.append(evs);
+    check(s, 9, evs);
+    // Sessions idle for two days are folded into their start day: same totals.
+    s.rollups.fold(Date.UTC(2026, 10, 10));
+    check(s, 9, evs);
+  });
+
+  test("an event for a long-folded session marks its days dirty; the rollup job recomputes them", () => {
+    const dir = tmp();
+    const s = mk(dir);
+    const evs = randomEvents(10, 3000, { seed: 10, start: Date.UTC(2026, 10, 1), spanMs: 2 * DAY_MS });
+    s.append(evs);
+    flush(s, 1);
+    // Two days after the last event, every session is folded.
+    const now = Date.UTC(2026, 10, 5);
+    s.rollups.fold(now);
+    // A late event of an existing session, three days after it (ingest takes up to 7 days).
+    const late = { ...evs[0]!, ts: evs[0]!.ts + 3 * DAY_MS, name: "late" };
+    s.append([late]);
+    expect(s.rollups.dirtyDays().length).toBe(1);
+    s.refreshRollups(now);
+    expect(s.rollups.dirtyDays()).toEqual([]);
+    check(s, 10, [...evs, late]);
+  });
+
+  test("a snapshot restores the same totals", () => {
+    const s = mk(tmp());
+    const evs = randomEvents(11, 2000, { seed: 11, web: true });
+    s.append(evs);
+    const copy = mk(tmp());
+    copy.rollups.restore(s.rollups.snapshot());
+    check(copy, 11, evs);
+  });
+});
