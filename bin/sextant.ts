@@ -10,6 +10,9 @@ const HELP = `Sextant ${VERSION}: privacy-first analytics for native apps and we
 
 Usage:
   sextant [serve] [options]   Run the service (dashboard API, ingest, scheduler).
+  sextant generate --app ID --events N --days D [--seed S] [options]
+                              Write N realistic synthetic events over the last D days
+                              into app ID (stop the server on that data directory first).
   sextant --help              Show this help.
   sextant --version           Print the version.
 
@@ -30,6 +33,8 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "serve":
       return serve(rest);
+    case "generate":
+      return generateCommand(rest);
     default:
       process.stderr.write(`sextant: unknown command ${JSON.stringify(command)} (see sextant --help)\n`);
       return 2;
@@ -52,6 +57,45 @@ async function serve(args: string[]): Promise<number> {
   const server = await startServer(config);
   await signalled;
   await server.stop();
+  return 0;
+}
+
+/** Takes `--name value` pairs this command knows out of argv; the rest are config flags. */
+function takeFlags(args: string[], names: string[]): { flags: Map<string, string>; rest: string[] } {
+  const flags = new Map<string, string>();
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const [name, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
+    if (names.includes(name)) {
+      const v = inline ?? args[++i];
+      if (v === undefined) throw new ConfigError(`${name} needs a value`);
+      flags.set(name, v);
+    } else rest.push(a);
+  }
+  return { flags, rest };
+}
+
+async function generateCommand(args: string[]): Promise<number> {
+  const { flags, rest } = takeFlags(args, ["--app", "--events", "--days", "--seed"]);
+  const num = (name: string, min: number, max: number, fallback?: number) => {
+    const raw = flags.get(name);
+    if (raw === undefined) {
+      if (fallback !== undefined) return fallback;
+      throw new ConfigError(`${name} is required (see sextant --help)`);
+    }
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(raw)})`);
+    return n;
+  };
+  const app = num("--app", 1, 2147483647);
+  const events = num("--events", 1, 10_000_000_000);
+  const days = num("--days", 1, 366);
+  const seed = num("--seed", 0, 2 ** 31, 42);
+  const config = loadConfig(rest);
+  const { runGenerate } = await import("../src/generate-run.ts");
+  const r = await runGenerate(config, { app, events, days, seed });
+  process.stdout.write(`generated ${r.events} events for app ${app} over ${days} days in ${r.seconds.toFixed(1)} s (${Math.round(r.events / r.seconds)} events/s)\n`);
   return 0;
 }
 

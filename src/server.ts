@@ -3,7 +3,6 @@
 
 import type { Server } from "bun";
 import type { Config } from "./config.ts";
-import { openDb } from "./domain/db.ts";
 import { createLogger, type Logger, type Sink } from "./log.ts";
 import { buildApi, buildIngest } from "./app.ts";
 import type { Services } from "./http/context.ts";
@@ -16,9 +15,7 @@ import { getOrCreateSetting } from "./domain/settings.ts";
 import { randomToken } from "./util/secrets.ts";
 import { Scheduler } from "./scheduler/scheduler.ts";
 import { standardJobs } from "./scheduler/jobs.ts";
-import { Ingest } from "./ingest/ingest.ts";
-import { EventStore } from "./store/store.ts";
-import { checkpoint, checkpointSeq, loadCheckpoint } from "./checkpoint.ts";
+import { openStorage } from "./storage.ts";
 import { BUILTIN_PLANS, parsePlans, planById, type Plan } from "./domain/plans.ts";
 import { readFileSync } from "node:fs";
 import { ConfigError } from "./config.ts";
@@ -69,8 +66,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // Configuration problems first, before anything is opened or bound.
   const plans = config.plansFile ? loadPlans(config.plansFile) : BUILTIN_PLANS;
   const log = opts.logger ?? createLogger(config.log, opts.logSink);
-  const db = openDb(config.dataDir);
   const now = opts.now ?? Date.now;
+  const storage = openStorage(config, log, now, plans);
+  const { db, store, ingest } = storage;
+  const memory = config.memoryMb * 1024 * 1024;
   // The hot ingest endpoints go through Bun's native router to shared handlers
   // (src/http/ingest.ts); everything else goes to the Elysia app.
   let fast: IngestHandlers | undefined;
@@ -128,37 +127,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const cookieSecret = config.cookieSecret ?? getOrCreateSetting(db, "cookie_secret", () => randomToken(32));
   const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now });
   const scheduler = new Scheduler(log, now, opts.autoSchedule ?? true);
-  const memory = config.memoryMb * 1024 * 1024;
-  const store = new EventStore({ dir: join(config.dataDir, "events"), log, cacheBytes: Math.floor(memory * 0.6), flushEvents: config.flushEvents });
-  const ingest = new Ingest({
-    db,
-    log,
-    now,
-    sink: store,
-    walDir: join(config.dataDir, "wal"),
-    limitFor: (_org, plan) => planById(plans, plan).events_per_month,
-    hardLimitPercent: () => config.hardLimitPercent,
-  });
-  // Start-up: the partitions on disk (cleaned up after any crash), the checkpointed state,
-  // then the log records newer than the checkpoint.
-  const t0 = performance.now();
-  const seq = checkpointSeq(db);
-  const opened = store.open(seq);
-  loadCheckpoint({ db, log, ingest, store });
-  const replayed = ingest.replay(seq);
-  log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
   const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans };
-  const cp = { db, log, ingest, store };
   store.onFull = () => {
     // Outside the append: the checkpoint waits for in-flight writes first.
-    setTimeout(() => void checkpoint(cp).catch(() => {}), 0);
+    setTimeout(() => void storage.checkpoint().catch(() => {}), 0);
   };
   for (const job of standardJobs({
     db,
     log,
     ingest,
     store,
-    checkpoint: () => checkpoint(cp),
+    checkpoint: () => storage.checkpoint(),
     headLimitBytes: Math.floor(memory * 0.25),
     dropAppData: (ids) => {
       store.dropApps(ids);
@@ -185,11 +164,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       // stop(false): refuse new connections, let in-flight requests finish.
       await Promise.all([main.stop(false), ingestListener?.stop(false)]);
       scheduler.stop();
-      // Leave a small log behind: start-up then replays little.
-      await checkpoint(cp).catch((e) => log.error("final checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message }));
-      await ingest.close();
       mailer.close();
-      db.close();
+      await storage.close();
       log.info("stopped");
       log.flush();
     })());
@@ -200,9 +176,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       main.stop(true);
       ingestListener?.stop(true);
       scheduler.stop();
-      await ingest.close();
       mailer.close();
-      db.close();
+      await storage.close({ abort: true });
     })();
     await stopping;
   };

@@ -1,5 +1,5 @@
-// Partitions on disk as Parquet: written with hyparquet-writer, read with hyparquet's
-// page decoders. One row per event, sorted by session then time, so the dimensions that
+// Partitions on disk as Parquet: written by parquet-columns.ts (on hyparquet-writer's
+// encoders), read with hyparquet's page decoders. One row per event, sorted by session then time, so the dimensions that
 // repeat within a session compress to almost nothing. Columns:
 //   ts       INT64 TIMESTAMP(MILLIS, UTC), delta-encoded
 //   name     STRING (dictionary)
@@ -15,19 +15,18 @@
 // The reader keeps dictionary codes instead of making one string per row: hyparquet's
 // readPage would dereference every dictionary index into a JS array of strings.
 
-import { parquetWriteBuffer } from "hyparquet-writer";
 import { parquetMetadata } from "hyparquet";
 import { parquetHeader } from "hyparquet/src/column.js";
 import { decompressPage, readDataPage, readDataPageV2 } from "hyparquet/src/datapage.js";
 import { readPlain } from "hyparquet/src/plain.js";
 import { getSchemaPath } from "hyparquet/src/schema.js";
-import { CTX_DIMS, Dict, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
+import { CTX_DIMS, Dict, type Chunk, type CtxDim, type NumberProp, type StringProp } from "./chunk.ts";
+import { writeColumns, type ColumnValues } from "./parquet-columns.ts";
 import { STRING_DIMS } from "./event.ts";
 
 export const ZSTD_LEVEL = 6;
 /** Property columns per file; keys past this (by frequency) go to props_json. */
 export const MAX_PROP_COLUMNS = 400;
-const ROW_GROUP = 262_144;
 
 export interface PartitionMeta {
   version: 1;
@@ -42,6 +41,12 @@ export interface PartitionMeta {
 export interface RowSource {
   chunk: Chunk;
   rows: Uint32Array;
+  /**
+   * The properties of just these rows, when the caller has them split already (a flush
+   * writes one file per hour from one head: scanning every property of the head for each
+   * hour would be quadratic). Defaults to the chunk's.
+   */
+  props?: { sp: Map<string, StringProp>; np: Map<string, NumberProp> };
 }
 
 const compressors = {
@@ -74,37 +79,60 @@ export function writePartition(sources: RowSource[], meta: Omit<PartitionMeta, "
   const order = Array.from({ length: total }, (_, i) => i);
   order.sort((a, b) => sess[a]! - sess[b]! || ts[a]! - ts[b]!);
 
-  const cols: { name: string; data: unknown[] | ArrayLike<unknown>; type?: string; nullable?: boolean; encoding?: string }[] = [];
-  const tsOut = new BigInt64Array(total);
+  // Per column: one merged dictionary; each source's codes are remapped into it once.
+  const merged = (name: "name" | "pathname" | CtxDim) => {
+    const dict = new Dict();
+    const maps = sources.map((s) => new Int32Array(s.chunk.dicts[name].size).fill(-1));
+    return {
+      dict,
+      code(si: number, c: number) {
+        const m = maps[si]!;
+        let v = m[c]!;
+        if (v < 0) v = m[c] = dict.code(sources[si]!.chunk.dicts[name].values[c]!);
+        return v;
+      },
+    };
+  };
+  const nameM = merged("name");
+  const pathM = merged("pathname");
+  const dimM = Object.fromEntries(CTX_DIMS.map((d) => [d, merged(d)])) as Record<CtxDim, ReturnType<typeof merged>>;
+  const tsOut = new Float64Array(total);
   const sessionOut = new Float64Array(total);
   const visitorOut = new Float64Array(total);
-  const debugOut: boolean[] = new Array(total);
-  const nameOut: string[] = new Array(total);
-  const dimOut: Record<string, string[]> = Object.fromEntries(STRING_DIMS.map((d) => [d, new Array(total)]));
+  const debugOut = new Uint8Array(total);
+  const nameOut = new Uint32Array(total);
+  const pathOut = new Uint32Array(total);
+  const dimOut = Object.fromEntries(CTX_DIMS.map((d) => [d, new Uint32Array(total)])) as Record<CtxDim, Uint32Array>;
   let minTs = Infinity;
   let maxTs = -Infinity;
   for (let o = 0; o < total; o++) {
     const i = order[o]!;
-    const c = sources[src[i]!]!.chunk;
+    const si = src[i]!;
+    const c = sources[si]!.chunk;
     const r = row[i]!;
     const x = c.ctx[r]!;
     const t = c.ts[r]!;
     if (t < minTs) minTs = t;
     if (t > maxTs) maxTs = t;
-    tsOut[o] = BigInt(t);
+    tsOut[o] = t;
     sessionOut[o] = c.session[x]!;
     visitorOut[o] = c.visitor[x]!;
-    debugOut[o] = c.debug[x] === 1;
-    nameOut[o] = c.dicts.name.values[c.name[r]!]!;
-    dimOut.pathname![o] = c.dicts.pathname.values[c.pathname[r]!]!;
-    for (const d of CTX_DIMS) dimOut[d]![o] = c.dicts[d].values[c.dims[d][x]!]!;
+    debugOut[o] = c.debug[x]!;
+    nameOut[o] = nameM.code(si, c.name[r]!);
+    pathOut[o] = pathM.code(si, c.pathname[r]!);
+    for (const d of CTX_DIMS) dimOut[d][o] = dimM[d].code(si, c.dims[d][x]!);
   }
-  cols.push({ name: "ts", data: tsOut, nullable: false, encoding: "DELTA_BINARY_PACKED" });
-  cols.push({ name: "name", data: nameOut, type: "STRING", nullable: false });
-  cols.push({ name: "session", data: sessionOut, type: "DOUBLE", nullable: false });
-  cols.push({ name: "visitor", data: visitorOut, type: "DOUBLE", nullable: false });
-  cols.push({ name: "debug", data: debugOut, type: "BOOLEAN", nullable: false });
-  for (const d of STRING_DIMS) cols.push({ name: d, data: dimOut[d]!, type: "STRING", nullable: false });
+  const cols: ColumnValues[] = [
+    { kind: "timestamp", name: "ts", vals: tsOut },
+    { kind: "codes", name: "name", codes: nameOut, values: nameM.dict.values },
+    { kind: "f64", name: "session", vals: sessionOut },
+    { kind: "f64", name: "visitor", vals: visitorOut },
+    { kind: "bool", name: "debug", vals: debugOut },
+  ];
+  for (const d of STRING_DIMS) {
+    if (d === "pathname") cols.push({ kind: "codes", name: d, codes: pathOut, values: pathM.dict.values });
+    else cols.push({ kind: "codes", name: d, codes: dimOut[d], values: dimM[d].dict.values });
+  }
 
   // Properties: position of each output row, then one sparse column per key.
   const outPos = new Uint32Array(total);
@@ -115,51 +143,61 @@ export function writePartition(sources: RowSource[], meta: Omit<PartitionMeta, "
     base.push(acc);
     acc += s.rows.length;
   }
-  // Source row -> merged index, per source (rows are a subset of the chunk).
-  const rowMaps = sources.map((s) => {
+  // Chunk row -> position among the source's rows. Dense when the rows are most of the
+  // chunk (compaction); a map when they are a slice of it (one hour of a head), since a
+  // dense array per hour would cost the whole head each time.
+  const rowMaps = sources.map((s): { get(row: number): number } => {
+    if (s.rows.length * 4 >= s.chunk.n) {
+      const m = new Int32Array(s.chunk.n).fill(-1);
+      for (let j = 0; j < s.rows.length; j++) m[s.rows[j]!] = j;
+      return { get: (r) => m[r]! };
+    }
     const m = new Map<number, number>();
     for (let j = 0; j < s.rows.length; j++) m.set(s.rows[j]!, j);
-    return m;
+    return { get: (r) => m.get(r) ?? -1 };
   });
+  const propsOf = (s: RowSource) => s.props ?? { sp: s.chunk.sp, np: s.chunk.np };
   const freq = new Map<string, number>();
-  sources.forEach((s) => {
-    for (const [key, p] of s.chunk.sp) freq.set(`sp.${key}`, (freq.get(`sp.${key}`) ?? 0) + p.n);
-    for (const [key, p] of s.chunk.np) freq.set(`np.${key}`, (freq.get(`np.${key}`) ?? 0) + p.n);
-  });
+  for (const s of sources) {
+    for (const [key, p] of propsOf(s).sp) freq.set(`sp.${key}`, (freq.get(`sp.${key}`) ?? 0) + p.n);
+    for (const [key, p] of propsOf(s).np) freq.set(`np.${key}`, (freq.get(`np.${key}`) ?? 0) + p.n);
+  }
   const kept = new Set([...freq.entries()].sort((a, b) => b[1] - a[1]).slice(0, MAX_PROP_COLUMNS).map(([k]) => k));
-  const spCols = new Map<string, (string | null)[]>();
-  const npCols = new Map<string, (number | null)[]>();
+  const spCols = new Map<string, { present: Uint8Array; codes: Uint32Array; dict: Dict }>();
+  const npCols = new Map<string, { present: Uint8Array; vals: Float64Array }>();
   const overflow: (Record<string, string | number> | null)[] = new Array(total).fill(null);
   let anyOverflow = false;
   sources.forEach((s, si) => {
     const m = rowMaps[si]!;
-    for (const [key, p] of s.chunk.sp) {
+    for (const [key, p] of propsOf(s).sp) {
       const col = `sp.${key}`;
+      let out = spCols.get(key);
+      if (!out && kept.has(col)) spCols.set(key, (out = { present: new Uint8Array(total), codes: new Uint32Array(total), dict: new Dict() }));
       for (let j = 0; j < p.n; j++) {
         const local = m.get(p.rows[j]!);
-        if (local === undefined) continue;
+        if (local < 0) continue;
         const o = outPos[base[si]! + local]!;
         const v = p.dict.values[p.codes[j]!]!;
-        if (kept.has(col)) {
-          let arr = spCols.get(key);
-          if (!arr) spCols.set(key, (arr = new Array(total).fill(null)));
-          arr[o] = v;
+        if (out) {
+          out.present[o] = 1;
+          out.codes[o] = out.dict.code(v);
         } else {
           (overflow[o] ??= {})[`s:${key}`] = v;
           anyOverflow = true;
         }
       }
     }
-    for (const [key, p] of s.chunk.np) {
+    for (const [key, p] of propsOf(s).np) {
       const col = `np.${key}`;
+      let out = npCols.get(key);
+      if (!out && kept.has(col)) npCols.set(key, (out = { present: new Uint8Array(total), vals: new Float64Array(total) }));
       for (let j = 0; j < p.n; j++) {
         const local = m.get(p.rows[j]!);
-        if (local === undefined) continue;
+        if (local < 0) continue;
         const o = outPos[base[si]! + local]!;
-        if (kept.has(col)) {
-          let arr = npCols.get(key);
-          if (!arr) npCols.set(key, (arr = new Array(total).fill(null)));
-          arr[o] = p.vals[j]!;
+        if (out) {
+          out.present[o] = 1;
+          out.vals[o] = p.vals[j]!;
         } else {
           (overflow[o] ??= {})[`n:${key}`] = p.vals[j]!;
           anyOverflow = true;
@@ -167,40 +205,23 @@ export function writePartition(sources: RowSource[], meta: Omit<PartitionMeta, "
       }
     }
   });
-  for (const [key, arr] of spCols) cols.push({ name: `sp.${key}`, data: arr, type: "STRING", nullable: true });
-  for (const [key, arr] of npCols) cols.push({ name: `np.${key}`, data: arr, type: "DOUBLE", nullable: true });
-  if (anyOverflow) cols.push({ name: "props_json", data: overflow.map((o) => (o ? JSON.stringify(o) : null)), type: "STRING", nullable: true });
+  for (const [key, c] of spCols) cols.push({ kind: "codes", name: `sp.${key}`, codes: c.codes, values: c.dict.values, present: c.present });
+  for (const [key, c] of npCols) cols.push({ kind: "f64", name: `np.${key}`, vals: c.vals, present: c.present });
+  if (anyOverflow) {
+    const dict = new Dict();
+    const present = new Uint8Array(total);
+    const codes = new Uint32Array(total);
+    overflow.forEach((o, i) => {
+      if (!o) return;
+      present[i] = 1;
+      codes[i] = dict.code(JSON.stringify(o));
+    });
+    cols.push({ kind: "codes", name: "props_json", codes, values: dict.values, present });
+  }
 
   const full: PartitionMeta = { version: 1, ...meta, rows: total, minTs: total ? minTs : 0, maxTs: total ? maxTs : 0 };
-  const schema = [
-    { name: "root", num_children: cols.length },
-    ...cols.map((c) =>
-      c.name === "ts"
-        ? {
-            name: "ts",
-            type: "INT64",
-            repetition_type: "REQUIRED",
-            converted_type: "TIMESTAMP_MILLIS",
-            logical_type: { type: "TIMESTAMP", isAdjustedToUTC: true, unit: "MILLIS" },
-          }
-        : c.type === "STRING"
-          ? { name: c.name, type: "BYTE_ARRAY", converted_type: "UTF8", repetition_type: c.nullable ? "OPTIONAL" : "REQUIRED" }
-          : c.type === "DOUBLE"
-            ? { name: c.name, type: "DOUBLE", repetition_type: c.nullable ? "OPTIONAL" : "REQUIRED" }
-            : { name: c.name, type: "BOOLEAN", repetition_type: "REQUIRED" },
-    ),
-  ];
-  const buf = parquetWriteBuffer({
-    // The schema above is explicit: the columns carry only names, data and encodings.
-    columnData: cols.map((c) => ({ name: c.name, data: c.data, ...(c.encoding ? { encoding: c.encoding } : {}) })) as never,
-    schema: schema as never,
-    codec: "ZSTD",
-    compressors: compressors as never,
-    rowGroupSize: ROW_GROUP,
-    kvMetadata: [{ key: "sextant", value: JSON.stringify(full) }],
-    createdBy: "sextant",
-  });
-  return { bytes: new Uint8Array(buf), meta: full };
+  const bytes = writeColumns(total, cols, [{ key: "sextant", value: JSON.stringify(full) }], compressors.ZSTD);
+  return { bytes, meta: full };
 }
 
 // ---- reading ------------------------------------------------------------------------------
@@ -272,9 +293,11 @@ function readColumnData(bytes: Uint8Array, md: ReturnType<typeof parquetMetadata
       const viaDict = encoding.endsWith("_DICTIONARY") && pageDict !== null;
       const nRows = dl && dl.length ? dl.length : data.length;
       let v = 0;
+      // hyparquet leaves the definition levels empty when a page has no nulls.
+      const allPresent = !dl || dl.length === 0;
       for (let i = 0; i < nRows; i++, row++) {
         if (present) {
-          if (!dl || dl[i] !== 1) continue;
+          if (!allPresent && dl![i] !== 1) continue;
           present[row] = 1;
         }
         const raw = data[v++];

@@ -14,7 +14,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rm
 import { dirname, join } from "node:path";
 import type { Logger } from "../log.ts";
 import { Catalog, applySupersede, dateDir, partitionName, type Partition } from "./catalog.ts";
-import { eventsOf, HeadChunk, CTX_DIMS, type Chunk } from "./chunk.ts";
+import { eventsOf, HeadChunk, CTX_DIMS, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
 import type { EventSink, StoredEvent } from "./event.ts";
 import { readPartition, writePartition, type RowSource } from "./parquet.ts";
 import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";
@@ -107,20 +107,44 @@ export class EventStore implements EventSink {
   writeHeads(heads: HeadChunk[], tag: number): Partition[] {
     const written: Partition[] = [];
     for (const h of heads) {
-      // Group rows by UTC hour.
+      // Group rows, and each property's entries, by UTC hour: one pass over each.
+      const hourOf = new Float64Array(h.n);
       const byHour = new Map<number, number[]>();
       for (let i = 0; i < h.n; i++) {
         const hour = Math.floor(h.ts[i]! / 3_600_000);
+        hourOf[i] = hour;
         let rows = byHour.get(hour);
         if (!rows) byHour.set(hour, (rows = []));
         rows.push(i);
+      }
+      const props = new Map<number, { sp: Map<string, StringProp>; np: Map<string, NumberProp> }>();
+      const bucket = (hour: number) => props.get(hour) ?? props.set(hour, { sp: new Map(), np: new Map() }).get(hour)!;
+      for (const [key, p] of h.sp) {
+        const parts = new Map<number, { rows: number[]; codes: number[] }>();
+        for (let j = 0; j < p.n; j++) {
+          const hour = hourOf[p.rows[j]!]!;
+          const x = parts.get(hour) ?? parts.set(hour, { rows: [], codes: [] }).get(hour)!;
+          x.rows.push(p.rows[j]!);
+          x.codes.push(p.codes[j]!);
+        }
+        for (const [hour, x] of parts) bucket(hour).sp.set(key, { n: x.rows.length, rows: Uint32Array.from(x.rows), codes: Uint32Array.from(x.codes), dict: p.dict });
+      }
+      for (const [key, p] of h.np) {
+        const parts = new Map<number, { rows: number[]; vals: number[] }>();
+        for (let j = 0; j < p.n; j++) {
+          const hour = hourOf[p.rows[j]!]!;
+          const x = parts.get(hour) ?? parts.set(hour, { rows: [], vals: [] }).get(hour)!;
+          x.rows.push(p.rows[j]!);
+          x.vals.push(p.vals[j]!);
+        }
+        for (const [hour, x] of parts) bucket(hour).np.set(key, { n: x.rows.length, rows: Uint32Array.from(x.rows), vals: Float64Array.from(x.vals) });
       }
       for (const [hour, rows] of byHour) {
         const start = hour * 3_600_000;
         const date = dayText(dayOf(start));
         const hh = new Date(start).getUTCHours();
         const file = join(dateDir(this.o.dir, h.app, date), partitionName(hh, tag));
-        const { bytes } = writePartition([{ chunk: h, rows: Uint32Array.from(rows) }], { app: h.app, tag });
+        const { bytes } = writePartition([{ chunk: h, rows: Uint32Array.from(rows), props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag });
         writeAtomic(file, bytes);
         written.push({ app: h.app, date, hour: hh, tag, file, bytes: bytes.length, startMs: start, endMs: start + 3_600_000 });
       }

@@ -39,6 +39,13 @@ describe("partitions in Parquet", () => {
     expect(canonical(eventsOf(readPartition(bytes).chunk))).toEqual(canonical(want));
   });
 
+  test("a property present on every row survives (no nulls: no definition levels)", () => {
+    const events = randomEvents(4, 300, { seed: 12 }).map((e, i) => ({ ...e, sp: { always: `v${i % 3}` }, np: { n: i } }));
+    const h = head(events);
+    const back = readPartition(writePartition([{ chunk: h, rows: all(h.n) }], { app: 4, tag: 1 }).bytes);
+    expect(canonical(eventsOf(back.chunk))).toEqual(canonical(events));
+  });
+
   test("property keys past the column limit are kept (props_json)", () => {
     const events = randomEvents(2, MAX_PROP_COLUMNS + 50, { seed: 9 }).map((e, i) => ({ ...e, sp: { [`k${i}`]: `v${i}` }, np: { [`n${i}`]: i } }));
     const h = head(events);

@@ -1,0 +1,11 @@
+import { loadConfig } from "./src/config.ts";
+import { startServer } from "./src/server.ts";
+import { ensureUser } from "./src/domain/users.ts";
+import { createOrg } from "./src/domain/orgs.ts";
+import { createApp } from "./src/domain/apps.ts";
+const dir = process.argv[2]!;
+const s = await startServer(loadConfig([], {}, { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" }));
+const db = s.services.db; const u = ensureUser(db, "g@example.com", Date.now()); const actor = { kind: "user" as const, userId: u.id, sessionId: "" };
+const { id } = createOrg(db, u.id, "G", Date.now());
+console.log(createApp(db, actor, { org_id: id, kind: "app", name: "A" }, Date.now()).app.id, createApp(db, actor, { org_id: id, kind: "web", name: "W", origins: ["https://example.com"] }, Date.now()).app.id);
+await s.stop();

@@ -1,0 +1,102 @@
+// Opens a data directory for use: the lock, the metadata store, the event store and the
+// write-ahead log, brought to a consistent state (partitions cleaned up after any crash,
+// the last checkpoint loaded, newer log records replayed). Shared by `sextant serve` and
+// the commands that write events directly (`sextant generate`).
+
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import type { Config } from "./config.ts";
+import { ConfigError } from "./config.ts";
+import { openDb, type Db } from "./domain/db.ts";
+import { planById, type Plan } from "./domain/plans.ts";
+import type { Logger } from "./log.ts";
+import { Ingest } from "./ingest/ingest.ts";
+import { EventStore } from "./store/store.ts";
+import { checkpoint, checkpointSeq, loadCheckpoint, type CheckpointDeps } from "./checkpoint.ts";
+
+export interface Storage extends CheckpointDeps {
+  db: Db;
+  store: EventStore;
+  ingest: Ingest;
+  checkpoint(): ReturnType<typeof checkpoint>;
+  /** Checkpoints (unless `abort`), closes the log and the database, releases the lock. */
+  close(opts?: { abort?: boolean }): Promise<void>;
+}
+
+export function openStorage(config: Config, log: Logger, now: () => number, plans: Plan[]): Storage {
+  mkdirSync(config.dataDir, { recursive: true });
+  const release = lockDataDir(config.dataDir);
+  try {
+    const db = openDb(config.dataDir);
+    const memory = config.memoryMb * 1024 * 1024;
+    const store = new EventStore({ dir: join(config.dataDir, "events"), log, cacheBytes: Math.floor(memory * 0.6), flushEvents: config.flushEvents });
+    const ingest = new Ingest({
+      db,
+      log,
+      now,
+      sink: store,
+      walDir: join(config.dataDir, "wal"),
+      limitFor: (_org, plan) => planById(plans, plan).events_per_month,
+      hardLimitPercent: () => config.hardLimitPercent,
+    });
+    const t0 = performance.now();
+    const seq = checkpointSeq(db);
+    const opened = store.open(seq);
+    loadCheckpoint({ db, log, ingest, store });
+    const replayed = ingest.replay(seq);
+    log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
+    const deps = { db, log, ingest, store };
+    let closed = false;
+    return {
+      ...deps,
+      checkpoint: () => checkpoint(deps),
+      async close(opts = {}) {
+        if (closed) return;
+        closed = true;
+        if (!opts.abort) {
+          // Leave a small log behind: the next start replays little.
+          await checkpoint(deps).catch((e) => log.error("final checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message }));
+        }
+        await ingest.close();
+        db.close();
+        release();
+      },
+    };
+  } catch (e) {
+    release();
+    throw e;
+  }
+}
+
+/**
+ * One process at a time per data directory: a lock file holding the owner's pid. A lock
+ * left by a process that no longer runs (a crash) is taken over.
+ */
+export function lockDataDir(dir: string): () => void {
+  const file = join(dir, "LOCK");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(file, { force: true });
+    } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw e;
+      const pid = Number(readFileSync(file, "utf8").trim());
+      if (pid && pid !== process.pid && alive(pid)) {
+        throw new ConfigError(`the data directory ${dir} is in use by process ${pid} (stop it first)`);
+      }
+      rmSync(file, { force: true });
+    }
+  }
+  throw new ConfigError(`cannot lock the data directory ${dir}`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
