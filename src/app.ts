@@ -60,7 +60,7 @@ export function buildApi(svc: Services) {
   return app
     .use(openapiDoc(svc, VERSION))
     .use(healthRoutes())
-    .use(pageRoutes())
+    .use(pageRoutes(svc))
     .use(signInRoutes(svc, auth))
     .use(orgRoutes(svc, auth))
     .use(appRoutes(svc, auth))

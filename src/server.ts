@@ -16,6 +16,8 @@ import { randomToken } from "./util/secrets.ts";
 import { Scheduler } from "./scheduler/scheduler.ts";
 import { standardJobs } from "./scheduler/jobs.ts";
 import { openStorage } from "./storage.ts";
+import { recoverJobs } from "./domain/jobs.ts";
+import { purgeExpiredExports, runExportJobs } from "./export.ts";
 import { BUILTIN_PLANS, parsePlans, planById, type Plan } from "./domain/plans.ts";
 import { readFileSync } from "node:fs";
 import { ConfigError } from "./config.ts";
@@ -127,7 +129,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const cookieSecret = config.cookieSecret ?? getOrCreateSetting(db, "cookie_secret", () => randomToken(32));
   const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now });
   const scheduler = new Scheduler(log, now, opts.autoSchedule ?? true);
-  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans };
+  const recovered = recoverJobs(db, now());
+  if (recovered.resumed || recovered.failed) log.info("jobs interrupted by the last stop", recovered);
+  const exportDeps = { db, log, store, dir: join(config.dataDir, "exports"), publicUrl: config.publicUrl, now };
+  let exporting: Promise<unknown> | null = null;
+  const kickExports = () => {
+    exporting ??= runExportJobs(exportDeps).finally(() => (exporting = null));
+  };
+  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans, kickExports };
   store.onFull = () => {
     // Outside the append: the checkpoint waits for in-flight writes first.
     setTimeout(() => void storage.checkpoint().catch(() => {}), 0);
@@ -139,6 +148,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     store,
     checkpoint: () => storage.checkpoint(),
     headLimitBytes: Math.floor(memory * 0.25),
+    runExports: async () => {
+      kickExports();
+      await exporting;
+    },
+    purgeExports: (t) => purgeExpiredExports(db, t),
     dropAppData: (ids) => {
       store.dropApps(ids);
       for (const id of ids) ingest.dropApp(id);
@@ -155,6 +169,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const url = `http://${displayHost(config.host)}:${main.port}`;
   const ingestUrl = ingestListener ? `http://${displayHost(config.host)}:${ingestListener.port}` : url;
   log.info("listening", { url, ingest_url: ingestUrl, data_dir: config.dataDir });
+  kickExports();
   // Whoever waits for this line (an operator, a supervisor, a test) should see it now.
   log.flush();
 

@@ -176,4 +176,21 @@ export const MIGRATIONS: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 5,
+    name: "export downloads",
+    sql: `
+      -- A download link holds a random token; only its hash is kept. The row outlives the
+      -- file so that an expired link answers 410 rather than 404.
+      CREATE TABLE exports (
+        token_hash  TEXT PRIMARY KEY,
+        job_id      INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+        file        TEXT NOT NULL,
+        format      TEXT NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        purged      INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX exports_by_expiry ON exports(expires_at);
+    `,
+  },
 ];

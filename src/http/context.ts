@@ -25,4 +25,6 @@ export interface Services {
   ingest: Ingest;
   store: EventStore;
   plans: Plan[];
+  /** Starts pending export jobs now (they also run from the scheduler). */
+  kickExports: () => void;
 }

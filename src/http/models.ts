@@ -153,3 +153,9 @@ export const StdErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: 
 
 /** 204 with no body. */
 export const noContent = () => new Response(null, { status: 204 });
+
+export const ExportRequest = t.Object(
+  { format: t.Optional(t.Union([t.Literal("parquet"), t.Literal("csv")], { default: "parquet" })) },
+  named("ExportRequest", strict),
+);
+export const JobStarted = t.Object({ job_id: Int() }, named("JobStarted", {}));

@@ -4,6 +4,9 @@
 // link prefetcher cannot burn the token by fetching the page).
 
 import { Elysia } from "elysia";
+import type { Services } from "./context.ts";
+import { resolveDownload } from "../export.ts";
+import { errorResponse } from "./errors.ts";
 
 const page = (title: string, script: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
@@ -48,7 +51,21 @@ const html = (body: string) =>
     },
   });
 
-export const pageRoutes = () =>
+export const pageRoutes = (svc: Services) =>
   new Elysia({ name: "sextant/pages" })
+    // Export downloads: the unguessable token is the credential, as for links in mail.
+    .get("/exports/:token", ({ params }) => {
+      const r = resolveDownload(svc.db, params.token, svc.now());
+      if (r === "unknown") return errorResponse(404, "not_found", "No such export.");
+      if (r === "expired") return errorResponse(410, "export_expired", "This export link has expired (links work for 7 days); export again.");
+      const file = Bun.file(r.file);
+      return new Response(file, {
+        headers: {
+          "content-type": r.format === "csv" ? "text/csv; charset=utf-8" : "application/vnd.apache.parquet",
+          "content-disposition": `attachment; filename="sextant-export.${r.format}"`,
+          "cache-control": "private, no-store",
+        },
+      });
+    }, { detail: { hide: true } })
     .get("/auth/verify", () => html(VERIFY), { detail: { hide: true } })
     .get("/invitations/accept", () => html(ACCEPT), { detail: { hide: true } });

@@ -16,6 +16,8 @@ export interface JobDeps {
   checkpoint: () => Promise<unknown>;
   /** Heads past this many bytes are flushed without waiting for the hour. */
   headLimitBytes: number;
+  runExports: () => Promise<unknown>;
+  purgeExports: (now: number) => number;
   /** Deletes the event data of purged apps; the event store provides it. */
   dropAppData: (appIds: number[]) => Promise<void> | void;
 }
@@ -82,6 +84,20 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       pattern: "0 0 0 * * *",
       run(now) {
         d.ingest.rotateSalts(now);
+      },
+    },
+    {
+      // Export jobs are started when asked for; this catches any left pending.
+      name: "exports",
+      pattern: "*/15 * * * * *",
+      run: () => d.runExports(),
+    },
+    {
+      name: "purge-expired-exports",
+      pattern: "0 13 * * * *",
+      run(now) {
+        const n = d.purgeExports(now);
+        if (n) d.log.info("purged expired exports", { files: n });
       },
     },
     {

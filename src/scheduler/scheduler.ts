@@ -6,6 +6,8 @@
 import { Cron } from "croner";
 import type { Logger } from "../log.ts";
 
+const MAX_CATCH_UP = 50;
+
 export interface JobSpec {
   name: string;
   /** Cron pattern with seconds optional, evaluated in UTC. */
@@ -50,14 +52,26 @@ export class Scheduler {
     await this.runOnce(e);
   }
 
-  /** Driven mode: runs each job once for every due time in (checkedTo, until]. */
+  /**
+   * Driven mode: runs each job once for every due time in (checkedTo, until]. A job more
+   * than MAX_CATCH_UP runs behind runs once, as a process woken after a long sleep would
+   * (a week's jump would otherwise run a ten-second job 60,000 times).
+   */
   async advanceTo(until: number): Promise<string[]> {
     const ran: string[] = [];
     for (const e of this.entries.values()) {
+      const due: number[] = [];
+      let from = new Date(e.checkedTo);
       for (;;) {
-        const next = e.cron.nextRun(new Date(e.checkedTo));
+        const next = e.cron.nextRun(from);
         if (!next || next.getTime() > until) break;
-        e.checkedTo = next.getTime();
+        due.push(next.getTime());
+        if (due.length > MAX_CATCH_UP) break;
+        from = next;
+      }
+      const runs = due.length > MAX_CATCH_UP ? [until] : due;
+      for (const t of runs) {
+        e.checkedTo = t;
         await this.runOnce(e);
         ran.push(e.spec.name);
       }

@@ -155,6 +155,7 @@ const CASES: Record<string, Case> = {
   "POST /apps/{id}/funnels": { path: (w) => `/apps/${w.appId}/funnels`, body: () => ({ name: "G", steps: ["x", "y"] }), ok: 201 },
   "DELETE /apps/{id}/funnels/{funnel_id}": { path: (w) => `/apps/${w.appId}/funnels/${w.funnelId}`, ok: 204 },
   "GET /apps/{id}/usage": { path: (w) => `/apps/${w.appId}/usage`, ok: 200 },
+  "POST /apps/{id}/export": { path: (w) => `/apps/${w.appId}/export`, body: () => ({ format: "csv" }), ok: 202 },
   "GET /jobs/{id}": { path: (w) => `/jobs/${w.jobId}`, ok: 200 },
   "POST /orgs": { path: () => "/orgs", body: () => ({ name: "Mine" }), ok: 201 },
   "PATCH /orgs/{id}": { path: (w) => `/orgs/${w.orgId}`, body: () => ({ name: "Renamed" }), ok: 200 },

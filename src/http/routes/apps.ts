@@ -19,11 +19,14 @@ import {
   NewApp,
   NewKey,
   NewSavedFunnel,
+  ExportRequest,
+  JobStarted,
 } from "../models.ts";
 import { createApp, deleteApp, getApp, issueForwardingSecret, listApps, restoreApp, updateApp } from "../../domain/apps.ts";
 import { addKey, listKeys, revokeKey } from "../../domain/keys.ts";
 import { deleteFunnel, listFunnels, saveFunnel } from "../../domain/funnels.ts";
 import { getJob } from "../../domain/jobs.ts";
+import { requestExport } from "../../domain/exports.ts";
 
 
 export function appRoutes(svc: Services, auth: AuthPlugin) {
@@ -139,6 +142,27 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
         params: t.Object({ id: AppIdParams.properties.id, funnel_id: t.Integer({ minimum: 1 }) }),
         response: { 204: t.Void(), ...StdErrors },
         detail: { summary: "Delete a saved funnel", tags: ["funnels"], ...access("member") },
+      },
+    )
+    .post(
+      "/apps/:id/export",
+      ({ auth, params, body, status }) => {
+        const started = requestExport(db, auth.actor(), params.id, body?.format ?? "parquet", svc.now());
+        svc.kickExports();
+        return status(202, started);
+      },
+      {
+        params: AppIdParams,
+        body: t.Optional(ExportRequest),
+        response: { 202: JobStarted, ...StdErrors },
+        detail: {
+          summary: "Export every event of the app",
+          description:
+            "Starts a job; poll GET /jobs/{id}. When done, result.url downloads the file without a session for 7 days, then answers 410. " +
+            "Columns: ts, name, session (opaque), debug, every dimension, properties (JSON); no visitor or device identifier.",
+          tags: ["apps"],
+          ...access("admin"),
+        },
       },
     )
     .get("/jobs/:id", ({ auth, params }) => getJob(db, auth.actor(), params.id), {
