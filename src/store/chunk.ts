@@ -42,10 +42,20 @@ export class Dict {
   }
 }
 
+/** Dictionary codes: 8, 16 or 32 bits wide, whichever the dictionary needs (decoded partitions). */
+export type Codes = Uint8Array | Uint16Array | Uint32Array;
+
+/** The narrowest array that holds every value (all below `max + 1`). */
+export function narrow(a: Uint32Array, max: number): Codes {
+  if (max < 256) return Uint8Array.from(a);
+  if (max < 65536) return Uint16Array.from(a);
+  return a;
+}
+
 export interface StringProp {
   n: number;
   rows: Uint32Array;
-  codes: Uint32Array;
+  codes: Codes;
   dict: Dict;
 }
 
@@ -61,15 +71,15 @@ export interface Chunk {
   /** Events in this chunk. */
   n: number;
   ts: Float64Array;
-  name: Uint32Array;
-  pathname: Uint32Array;
-  ctx: Uint32Array;
+  name: Codes;
+  pathname: Codes;
+  ctx: Codes;
   /** Contexts in this chunk. */
   nctx: number;
   session: Float64Array;
   visitor: Float64Array;
   debug: Uint8Array;
-  dims: Record<CtxDim, Uint32Array>;
+  dims: Record<CtxDim, Codes>;
   dicts: { name: Dict; pathname: Dict } & Record<CtxDim, Dict>;
   sp: Map<string, StringProp>;
   np: Map<string, NumberProp>;
@@ -107,7 +117,7 @@ export class HeadChunk implements Chunk {
   debug = new Uint8Array(16);
   dims = Object.fromEntries(CTX_DIMS.map((d) => [d, new Uint32Array(16)])) as Record<CtxDim, Uint32Array>;
   dicts = newDicts();
-  sp = new Map<string, StringProp>();
+  sp = new Map<string, StringProp & { codes: Uint32Array }>();
   np = new Map<string, NumberProp>();
   minTs = Infinity;
   maxTs = -Infinity;
@@ -194,14 +204,20 @@ export class HeadChunk implements Chunk {
     return true;
   }
 
-  /** Approximate bytes held: the arrays in use, dictionaries and property columns. */
+  /** Bytes held (arrays as allocated, with their spare room), dictionaries included. */
   bytes(): number {
-    let b = this.n * (8 + 4 + 4 + 4) + this.nctx * (8 + 8 + 1 + 4 * CTX_DIMS.length);
-    for (const d of Object.values(this.dicts)) b += d.bytes();
-    for (const p of this.sp.values()) b += p.n * 8 + p.dict.bytes();
-    for (const p of this.np.values()) b += p.n * 12;
-    return b;
+    return chunkBytes(this);
   }
+}
+
+/** Bytes a chunk holds: every array's length in bytes, plus its dictionaries' strings. */
+export function chunkBytes(c: Chunk): number {
+  let b = c.ts.byteLength + c.name.byteLength + c.pathname.byteLength + c.ctx.byteLength + c.session.byteLength + c.visitor.byteLength + c.debug.byteLength;
+  for (const d of CTX_DIMS) b += c.dims[d].byteLength;
+  for (const d of Object.values(c.dicts)) b += d.bytes();
+  for (const p of c.sp.values()) b += p.rows.byteLength + p.codes.byteLength + p.dict.bytes();
+  for (const p of c.np.values()) b += p.rows.byteLength + p.vals.byteLength;
+  return b;
 }
 
 /** Rebuilds events as objects: for exports, tests and the reference, never for queries. */

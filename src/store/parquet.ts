@@ -20,7 +20,7 @@ import { parquetHeader } from "hyparquet/src/column.js";
 import { decompressPage, readDataPage, readDataPageV2 } from "hyparquet/src/datapage.js";
 import { readPlain } from "hyparquet/src/plain.js";
 import { getSchemaPath } from "hyparquet/src/schema.js";
-import { CTX_DIMS, Dict, type Chunk, type CtxDim, type NumberProp, type StringProp } from "./chunk.ts";
+import { CTX_DIMS, Dict, narrow, type Chunk, type CtxDim, type NumberProp, type StringProp } from "./chunk.ts";
 import { writeColumns, type ColumnValues } from "./parquet-columns.ts";
 import { STRING_DIMS } from "./event.ts";
 
@@ -329,7 +329,7 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
   const dimRows = Object.fromEntries(CTX_DIMS.map((d) => [d, col(d) as { codes: Uint32Array; dict: Dict }])) as Record<string, { codes: Uint32Array; dict: Dict }>;
 
   // Contexts: consecutive rows (sorted by session) with the same values share one.
-  const ctx = new Uint32Array(n);
+  const ctx32 = new Uint32Array(n);
   let nctx = 0;
   const ctxRow: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -347,18 +347,24 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
       ctxRow.push(i);
       nctx++;
     }
-    ctx[i] = nctx - 1;
+    ctx32[i] = nctx - 1;
   }
+  const ctx = narrow(ctx32, nctx);
   const session = new Float64Array(nctx);
   const visitor = new Float64Array(nctx);
   const debug = new Uint8Array(nctx);
-  const dims = Object.fromEntries(CTX_DIMS.map((d) => [d, new Uint32Array(nctx)])) as Chunk["dims"];
+  const dims = {} as Chunk["dims"];
+  for (const d of CTX_DIMS) {
+    const rowsCodes = dimRows[d]!.codes;
+    const out = new Uint32Array(nctx);
+    for (let c = 0; c < nctx; c++) out[c] = rowsCodes[ctxRow[c]!]!;
+    dims[d] = narrow(out, dimRows[d]!.dict.size);
+  }
   for (let c = 0; c < nctx; c++) {
     const i = ctxRow[c]!;
     session[c] = sessionRow[i]!;
     visitor[c] = visitorRow[i]!;
     debug[c] = debugRow[i]!;
-    for (const d of CTX_DIMS) dims[d][c] = dimRows[d]!.codes[i]!;
   }
   const dicts = { name: nameCol.dict, pathname: path.dict } as Chunk["dicts"];
   for (const d of CTX_DIMS) dicts[d] = dimRows[d]!.dict;
@@ -388,8 +394,8 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
     app: meta.app,
     n,
     ts,
-    name: nameCol.codes,
-    pathname: path.codes,
+    name: narrow(nameCol.codes, nameCol.dict.size),
+    pathname: narrow(path.codes, path.dict.size),
     ctx,
     nctx,
     session,
@@ -405,18 +411,19 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
   return { chunk, meta };
 }
 
-function sparse(present: Uint8Array, set: (p: StringProp, j: number, i: number) => void, dict: Dict): StringProp {
+function sparse(present: Uint8Array, set: (p: { codes: Uint32Array }, j: number, i: number) => void, dict: Dict): StringProp {
   let count = 0;
   for (let i = 0; i < present.length; i++) count += present[i]!;
-  const p: StringProp = { n: count, rows: new Uint32Array(count), codes: new Uint32Array(count), dict };
+  const rows = new Uint32Array(count);
+  const p = { codes: new Uint32Array(count) };
   let j = 0;
   for (let i = 0; i < present.length; i++) {
     if (!present[i]) continue;
-    p.rows[j] = i;
+    rows[j] = i;
     set(p, j, i);
     j++;
   }
-  return p;
+  return { n: count, rows, codes: narrow(p.codes, dict.size), dict };
 }
 
 function sparseNum(present: Uint8Array, vals: Float64Array): NumberProp {

@@ -14,7 +14,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rm
 import { dirname, join } from "node:path";
 import type { Logger } from "../log.ts";
 import { Catalog, applySupersede, dateDir, partitionName, type Partition } from "./catalog.ts";
-import { eventsOf, HeadChunk, CTX_DIMS, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
+import { chunkBytes, eventsOf, HeadChunk, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
 import type { EventSink, StoredEvent } from "./event.ts";
 import { readPartition, writePartition, type RowSource } from "./parquet.ts";
 import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";
@@ -310,14 +310,6 @@ export class EventStore implements EventSink {
       this.rollups.dropApp(app);
     }
   }
-}
-
-function chunkBytes(c: Chunk): number {
-  let b = c.n * 20 + c.nctx * (17 + 4 * CTX_DIMS.length);
-  for (const d of Object.values(c.dicts)) b += d.bytes();
-  for (const p of c.sp.values()) b += p.n * 8 + p.dict.bytes();
-  for (const p of c.np.values()) b += p.n * 12;
-  return b;
 }
 
 /** temp name, fsync, rename, fsync the directory: the file appears whole or not at all. */
