@@ -68,6 +68,7 @@ t = performance.now();
 const chunks = storage.store.chunks(appId, -Infinity, Infinity);
 const decodeSeconds = (performance.now() - t) / 1000;
 const rows = chunks.reduce((a, c) => a + c.n, 0);
+if (rows !== EVENTS) throw new Error(`stored ${rows} events, generated ${EVENTS}`);
 Bun.gc(true);
 const heapDelta = process.memoryUsage().heapUsed - heap0;
 const rssDelta = process.memoryUsage().rss - rss0;

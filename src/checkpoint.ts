@@ -1,11 +1,11 @@
 // A checkpoint makes everything in the write-ahead log durable elsewhere, so the log can
-// be dropped: the store's heads become Parquet partitions tagged with the last log
-// sequence, then ingest's state (usage, batch answers, quota, open web sessions), the
+// be dropped: the store's heads become Parquet partitions tagged with the checkpoint's
+// generation, then ingest's state (usage, batch answers, quota, open web sessions), the
 // rollups and that sequence are written to the metadata store in one transaction, then
 // the log's segments are deleted.
 //
 // Crash at any point: before the transaction, the new partitions carry a tag above the
-// recorded sequence and are deleted at start-up, and the log replays those events; after
+// recorded generation and are deleted at start-up, and the log replays those events; after
 // it, start-up replays only records above the sequence, so nothing counts twice.
 // Everything after `settle()` is synchronous, so the heads, counters and sequence are all
 // taken at one instant with no request in between.
@@ -24,6 +24,16 @@ export interface CheckpointDeps {
 
 export function checkpointSeq(db: Db): number {
   const r = db.query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'seq'").get();
+  return r ? Number(r.value) : 0;
+}
+
+/**
+ * The checkpoint generation: every checkpoint has its own, and the partitions it writes
+ * carry it as their tag. (The log sequence cannot serve: a checkpoint after no new log
+ * records, as when `sextant generate` appends directly, would reuse the last one.)
+ */
+export function checkpointGen(db: Db): number {
+  const r = db.query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'gen'").get();
   return r ? Number(r.value) : 0;
 }
 
@@ -49,7 +59,7 @@ export class SimulatedCrash extends Error {
 }
 
 /** Runs one checkpoint (one at a time; a call during another waits for it, then runs). */
-export async function checkpoint(d: CheckpointDeps, crashAt?: CheckpointCrash): Promise<{ seq: number; files: number; events: number; ms: number }> {
+export async function checkpoint(d: CheckpointDeps, crashAt?: CheckpointCrash): Promise<{ seq: number; gen: number; files: number; events: number; ms: number }> {
   while (running) await running.catch(() => {});
   const p = run(d, crashAt);
   running = p;
@@ -64,16 +74,18 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   const t0 = performance.now();
   const seq = await d.ingest.settle();
   // From here to the end: synchronous.
+  const gen = checkpointGen(d.db) + 1;
   const heads = d.store.takeHeads();
   const events = heads.reduce((a, h) => a + h.n, 0);
   let written: ReturnType<EventStore["writeHeads"]> = [];
   try {
-    written = d.store.writeHeads(heads, seq);
+    written = d.store.writeHeads(heads, gen);
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
     d.db.transaction(() => {
       d.ingest.saveState();
       d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('rollups', ?)").run(d.store.rollups.snapshot());
       d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('seq', ?)").run(String(seq));
+      d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('gen', ?)").run(String(gen));
     })();
   } catch (e) {
     if (e instanceof SimulatedCrash) throw e;
@@ -85,6 +97,6 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   if (crashAt === "after-commit") throw new SimulatedCrash(crashAt);
   d.ingest.dropLog(seq);
   const ms = Math.round(performance.now() - t0);
-  if (events > 0) d.log.info("checkpoint", { seq, files: written.length, events, ms });
-  return { seq, files: written.length, events, ms };
+  if (events > 0) d.log.info("checkpoint", { seq, gen, files: written.length, events, ms });
+  return { seq, gen, files: written.length, events, ms };
 }

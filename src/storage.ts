@@ -12,7 +12,7 @@ import { planById, type Plan } from "./domain/plans.ts";
 import type { Logger } from "./log.ts";
 import { Ingest } from "./ingest/ingest.ts";
 import { EventStore } from "./store/store.ts";
-import { checkpoint, checkpointSeq, loadCheckpoint, type CheckpointDeps } from "./checkpoint.ts";
+import { checkpoint, checkpointGen, checkpointSeq, loadCheckpoint, type CheckpointDeps } from "./checkpoint.ts";
 
 export interface Storage extends CheckpointDeps {
   db: Db;
@@ -41,7 +41,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
     });
     const t0 = performance.now();
     const seq = checkpointSeq(db);
-    const opened = store.open(seq);
+    const opened = store.open(checkpointGen(db));
     loadCheckpoint({ db, log, ingest, store });
     const replayed = ingest.replay(seq);
     log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });

@@ -1,8 +1,8 @@
 // The catalog of partitions on disk, and the rules that keep them consistent.
 //
 // Layout: <data>/events/app=<id>/date=<YYYY-MM-DD>/
-//           hour=<HH>.t<tag>.parquet   written by a flush; tag = the write-ahead log
-//                                      sequence number the flush covers
+//           hour=<HH>.t<tag>.parquet   written by a flush; tag = the generation of the
+//                                      checkpoint that wrote it (one per checkpoint)
 //           day.t<tag>.parquet         written by compaction; tag = the largest tag merged
 // A directory may hold several hour files for one hour (late events arrive after a flush).
 //
@@ -10,8 +10,8 @@
 //  - *.tmp files are unfinished writes: deleted.
 //  - day.t<T> supersedes every other file of its directory with a tag <= T: those were
 //    merged into it (compaction renames the day file first, then deletes its sources).
-//  - files with a tag above the last checkpoint were written by a flush whose checkpoint
-//    never completed: deleted, since the write-ahead log still holds those events.
+//  - files with a tag above the last checkpoint's generation were written by a flush whose
+//    checkpoint never completed: deleted, since the write-ahead log still holds those events.
 // Queries plan first (which files, by app and time range), then read: planning is pure.
 
 import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";

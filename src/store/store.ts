@@ -10,7 +10,7 @@
 // so a crash leaves either the whole file under its final name or only a .tmp to delete.
 // It knows nothing of HTTP or ingest: it takes events and answers with column chunks.
 
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Logger } from "../log.ts";
 import { Catalog, applySupersede, dateDir, partitionName, type Partition } from "./catalog.ts";
@@ -145,6 +145,8 @@ export class EventStore implements EventSink {
         const hh = new Date(start).getUTCHours();
         const file = join(dateDir(this.o.dir, h.app, date), partitionName(hh, tag));
         const { bytes } = writePartition([{ chunk: h, rows: Uint32Array.from(rows), props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag });
+        // Tags are unique per checkpoint: an existing file would mean overwriting events.
+        if (existsSync(file)) throw new Error(`partition ${file} exists already`);
         writeAtomic(file, bytes);
         written.push({ app: h.app, date, hour: hh, tag, file, bytes: bytes.length, startMs: start, endMs: start + 3_600_000 });
       }

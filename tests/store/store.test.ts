@@ -164,3 +164,31 @@ describe("rollups (daily_totals) against the reference", () => {
     check(copy, 11, evs);
   });
 });
+
+describe("generated data through several checkpoints", () => {
+  test("every event survives checkpoints that add no log records", async () => {
+    const { mkdtempSync } = await import("node:fs");
+    const { loadConfig } = await import("../../src/config.ts");
+    const { startServer } = await import("../../src/server.ts");
+    const { ensureUser } = await import("../../src/domain/users.ts");
+    const { createOrg } = await import("../../src/domain/orgs.ts");
+    const { createApp } = await import("../../src/domain/apps.ts");
+    const { runGenerate } = await import("../../src/generate-run.ts");
+    const dir = mkdtempSync(join(tmpdir(), "sextant-gen-"));
+    const base = { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" as const };
+    const s = await startServer(loadConfig([], {}, base));
+    const u = ensureUser(s.services.db, "g@example.com", Date.now());
+    const { id } = createOrg(s.services.db, u.id, "G", Date.now());
+    const app = createApp(s.services.db, { kind: "user", userId: u.id, sessionId: "" }, { org_id: id, kind: "app", name: "A" }, Date.now()).app.id;
+    await s.stop();
+    // A flush every 3,000 events: many checkpoints over the same hours.
+    const r = await runGenerate(loadConfig([], {}, { ...base, flushEvents: 3000 }), { app, events: 20_000, days: 2, seed: 1 });
+    expect(r.events).toBe(20_000);
+    const again = await startServer(loadConfig([], {}, base));
+    try {
+      expect(again.services.store.count(app)).toBe(20_000);
+    } finally {
+      await again.stop();
+    }
+  });
+});
