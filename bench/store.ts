@@ -56,7 +56,7 @@ const hourly = sizeOf(join(dir, "events"));
 const log = createLogger("silent");
 let storage = openStorage(loadConfig([], {}, base), log, Date.now, BUILTIN_PLANS);
 let t = performance.now();
-const compacted = storage.store.compactBefore(new Date(Date.now() + 86_400_000).toISOString().slice(0, 10));
+const compacted = await storage.store.compactBefore(new Date(Date.now() + 86_400_000).toISOString().slice(0, 10));
 const compactSeconds = (performance.now() - t) / 1000;
 const daily = sizeOf(join(dir, "events"));
 

@@ -7,8 +7,9 @@
 // Crash at any point: before the transaction, the new partitions carry a tag above the
 // recorded generation and are deleted at start-up, and the log replays those events; after
 // it, start-up replays only records above the sequence, so nothing counts twice.
-// Everything after `settle()` is synchronous, so the heads, counters and sequence are all
-// taken at one instant with no request in between.
+// Right after `settle()`, synchronously, the heads, counters, rollups and sequence are
+// taken at one instant with no request in between; the partitions are then written in a
+// worker thread while ingest goes on (into new heads and a new log segment).
 
 import type { Db } from "./domain/db.ts";
 import type { Logger } from "./log.ts";
@@ -73,23 +74,29 @@ export async function checkpoint(d: CheckpointDeps, crashAt?: CheckpointCrash): 
 async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   const t0 = performance.now();
   const seq = await d.ingest.settle();
-  // From here to the end: synchronous.
+  // One instant, synchronously: the heads, ingest's state and the rollups as of `seq`;
+  // records appended from here on go to a new log segment.
   const gen = checkpointGen(d.db) + 1;
   const heads = d.store.takeHeads();
+  const ingestState = d.ingest.snapshotState();
+  const rollups = d.store.rollups.snapshot();
+  d.ingest.rollLog();
   const events = heads.reduce((a, h) => a + h.n, 0);
-  let written: ReturnType<EventStore["writeHeads"]> = [];
+  // Then the slow part, off the event loop: the partitions.
+  let written: Awaited<ReturnType<EventStore["writeHeads"]>> = [];
   try {
-    written = d.store.writeHeads(heads, gen);
+    written = await d.store.writeHeads(heads, gen);
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
     d.db.transaction(() => {
-      d.ingest.saveState();
-      d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('rollups', ?)").run(d.store.rollups.snapshot());
+      d.ingest.writeState(ingestState);
+      d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('rollups', ?)").run(rollups);
       d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('seq', ?)").run(String(seq));
       d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('gen', ?)").run(String(gen));
     })();
   } catch (e) {
     if (e instanceof SimulatedCrash) throw e;
     d.store.abandonFlush(heads, written);
+    d.ingest.unsnapshot(ingestState);
     d.log.error("checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message });
     throw e;
   }

@@ -58,6 +58,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
           await checkpoint(deps).catch((e) => log.error("final checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message }));
         }
         await ingest.close();
+        await store.close();
         db.close();
         release();
       },

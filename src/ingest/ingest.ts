@@ -35,6 +35,14 @@ const REC_BATCH = 1;
 const REC_WEB = 2;
 const REC_OUTCOMES = 3;
 
+export interface IngestSnapshot {
+  usage: [number, string, OutcomeCounts][];
+  answers: [number, string, string, number][];
+  answerKeys: string[];
+  quota: [number, string, number][];
+  webSessions: string;
+}
+
 export interface BatchAnswer {
   accepted: number;
   dropped: number;
@@ -430,26 +438,47 @@ export class Ingest {
     return this.wal.settle();
   }
 
-  /**
-   * Writes ingest's state as of the current moment into the metadata store (inside the
-   * caller's transaction): usage counters, new batch answers, quota, open web sessions.
-   */
-  saveState(): void {
-    const db = this.d.db;
-    const up = db.query("INSERT INTO usage (app, day, outcome, count) VALUES (?, ?, ?, ?) ON CONFLICT(app, day, outcome) DO UPDATE SET count = excluded.count");
-    for (const [app, day, counts] of this.usage.entries()) for (const [o, n] of Object.entries(counts)) up.run(app, day, o, n ?? 0);
-    const ins = db.query("INSERT OR REPLACE INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)");
+  /** Ingest's state as of this instant, for a checkpoint (taken synchronously with the heads). */
+  snapshotState(): IngestSnapshot {
+    const answers: [number, string, string, number][] = [];
     for (const k of this.newAnswers) {
       const v = this.dedupe.get(k);
       if (!v) continue;
       const i = k.indexOf(":");
-      ins.run(Number(k.slice(0, i)), k.slice(i + 1), JSON.stringify(v.ans), v.at);
+      answers.push([Number(k.slice(0, i)), k.slice(i + 1), JSON.stringify(v.ans), v.at]);
     }
+    const keys = this.newAnswers;
     this.newAnswers = [];
+    return {
+      usage: this.usage.entries().map(([app, day, counts]) => [app, day, { ...counts }] as [number, string, OutcomeCounts]),
+      answers,
+      answerKeys: keys,
+      quota: this.quota.entries(),
+      webSessions: JSON.stringify(this.sessions.entries()),
+    };
+  }
+
+  /** A checkpoint that failed: its batch answers are written by the next one. */
+  unsnapshot(s: IngestSnapshot): void {
+    this.newAnswers = [...s.answerKeys, ...this.newAnswers];
+  }
+
+  /** Writes a snapshot into the metadata store (inside the checkpoint's transaction). */
+  writeState(s: IngestSnapshot): void {
+    const db = this.d.db;
+    const up = db.query("INSERT INTO usage (app, day, outcome, count) VALUES (?, ?, ?, ?) ON CONFLICT(app, day, outcome) DO UPDATE SET count = excluded.count");
+    for (const [app, day, counts] of s.usage) for (const [o, n] of Object.entries(counts)) up.run(app, day, o, n ?? 0);
+    const ins = db.query("INSERT OR REPLACE INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)");
+    for (const a of s.answers) ins.run(...a);
     db.query("DELETE FROM batch_answers WHERE at < ?").run(this.d.now() - DEDUPE_KEEP_MS);
     const q = db.query("INSERT INTO quota (org, month, used) VALUES (?, ?, ?) ON CONFLICT(org, month) DO UPDATE SET used = excluded.used");
-    for (const [org, month, used] of this.quota.entries()) q.run(org, month, used);
-    db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('web_sessions', ?)").run(JSON.stringify(this.sessions.entries()));
+    for (const [org, month, used] of s.quota) q.run(org, month, used);
+    db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('web_sessions', ?)").run(s.webSessions);
+  }
+
+  /** New log records go to a new segment: the ones before can be deleted after the checkpoint. */
+  rollLog(): void {
+    this.wal.roll();
   }
 
   /** Loads the state of the last checkpoint (before replaying newer log records). */

@@ -188,6 +188,11 @@ export class Wal {
     return this.lastSeq;
   }
 
+  /** The next record starts a new segment (called with nothing in flight). */
+  roll(): void {
+    this.writer?.roll();
+  }
+
   /**
    * Deletes the segments whose records are all checkpointed (seq <= upTo). When nothing is
    * in flight and everything is covered (the checkpoint case), that is every segment: the

@@ -42,8 +42,8 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       // Finished days: their hourly files merge into one.
       name: "compact",
       pattern: "0 20 0 * * *",
-      run(now) {
-        const n = d.store.compactBefore(new Date(now).toISOString().slice(0, 10));
+      async run(now) {
+        const n = await d.store.compactBefore(new Date(now).toISOString().slice(0, 10));
         if (n) d.log.info("compacted days", { days: n });
       },
     },

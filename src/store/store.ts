@@ -16,7 +16,8 @@ import type { Logger } from "../log.ts";
 import { Catalog, applySupersede, dateDir, partitionName, type Partition } from "./catalog.ts";
 import { chunkBytes, eventsOf, HeadChunk, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
 import type { EventSink, StoredEvent } from "./event.ts";
-import { readPartition, writePartition, type RowSource } from "./parquet.ts";
+import { readPartition } from "./parquet.ts";
+import { startFileWorker, type CompactCrash, type PartitionFiles } from "./files.ts";
 import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";
 
 export interface StoreOptions {
@@ -27,6 +28,8 @@ export interface StoreOptions {
   cacheBytes: number;
   /** Heads holding more events than this ask to be flushed (onFull). */
   flushEvents: number;
+  /** Who writes partition files; by default a worker thread. */
+  files?: PartitionFiles;
 }
 
 /** What a query will read, computed without any I/O. */
@@ -50,8 +53,15 @@ export class EventStore implements EventSink {
   onFull: () => void = () => {};
   private fullSignalled = false;
 
+  private files: PartitionFiles;
+
   constructor(private o: StoreOptions) {
     this.catalog = new Catalog(o.dir);
+    this.files = o.files ?? startFileWorker(o.log);
+  }
+
+  close(): Promise<void> {
+    return this.files.close();
   }
 
   /** Lists partitions, cleaning up after any crash (see catalog.ts for the rules). */
@@ -103,55 +113,12 @@ export class EventStore implements EventSink {
     return taken;
   }
 
-  /** Second half: writes the taken heads as hourly partitions tagged `tag`. */
-  writeHeads(heads: HeadChunk[], tag: number): Partition[] {
-    const written: Partition[] = [];
-    for (const h of heads) {
-      // Group rows, and each property's entries, by UTC hour: one pass over each.
-      const hourOf = new Float64Array(h.n);
-      const byHour = new Map<number, number[]>();
-      for (let i = 0; i < h.n; i++) {
-        const hour = Math.floor(h.ts[i]! / 3_600_000);
-        hourOf[i] = hour;
-        let rows = byHour.get(hour);
-        if (!rows) byHour.set(hour, (rows = []));
-        rows.push(i);
-      }
-      const props = new Map<number, { sp: Map<string, StringProp>; np: Map<string, NumberProp> }>();
-      const bucket = (hour: number) => props.get(hour) ?? props.set(hour, { sp: new Map(), np: new Map() }).get(hour)!;
-      for (const [key, p] of h.sp) {
-        const parts = new Map<number, { rows: number[]; codes: number[] }>();
-        for (let j = 0; j < p.n; j++) {
-          const hour = hourOf[p.rows[j]!]!;
-          const x = parts.get(hour) ?? parts.set(hour, { rows: [], codes: [] }).get(hour)!;
-          x.rows.push(p.rows[j]!);
-          x.codes.push(p.codes[j]!);
-        }
-        for (const [hour, x] of parts) bucket(hour).sp.set(key, { n: x.rows.length, rows: Uint32Array.from(x.rows), codes: Uint32Array.from(x.codes), dict: p.dict });
-      }
-      for (const [key, p] of h.np) {
-        const parts = new Map<number, { rows: number[]; vals: number[] }>();
-        for (let j = 0; j < p.n; j++) {
-          const hour = hourOf[p.rows[j]!]!;
-          const x = parts.get(hour) ?? parts.set(hour, { rows: [], vals: [] }).get(hour)!;
-          x.rows.push(p.rows[j]!);
-          x.vals.push(p.vals[j]!);
-        }
-        for (const [hour, x] of parts) bucket(hour).np.set(key, { n: x.rows.length, rows: Uint32Array.from(x.rows), vals: Float64Array.from(x.vals) });
-      }
-      for (const [hour, rows] of byHour) {
-        const start = hour * 3_600_000;
-        const date = dayText(dayOf(start));
-        const hh = new Date(start).getUTCHours();
-        const file = join(dateDir(this.o.dir, h.app, date), partitionName(hh, tag));
-        const { bytes } = writePartition([{ chunk: h, rows: Uint32Array.from(rows), props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag });
-        // Tags are unique per checkpoint: an existing file would mean overwriting events.
-        if (existsSync(file)) throw new Error(`partition ${file} exists already`);
-        writeAtomic(file, bytes);
-        written.push({ app: h.app, date, hour: hh, tag, file, bytes: bytes.length, startMs: start, endMs: start + 3_600_000 });
-      }
-    }
-    return written;
+  /**
+   * Second half: writes the taken heads as hourly partitions tagged `tag`, in the flush
+   * worker (the event loop keeps taking requests meanwhile).
+   */
+  writeHeads(heads: HeadChunk[], tag: number): Promise<Partition[]> {
+    return this.files.flush(this.o.dir, heads, tag);
   }
 
   /** Makes written partitions visible and stops reading the heads they came from, in one step. */
@@ -182,42 +149,29 @@ export class EventStore implements EventSink {
   /**
    * Merges every partition of one app's day into a single file (tag = the largest merged),
    * renamed into place before the sources are deleted; the supersede rule makes a crash
-   * between the two harmless. Answers the new partition, or null when there is nothing to do.
+   * between the two harmless. The merge runs in the flush worker. Answers the new
+   * partition, or null when there is nothing to do.
    */
-  compactDay(app: number, date: string, crashAt?: "before-rename" | "after-rename"): Partition | null {
+  async compactDay(app: number, date: string, crashAt?: CompactCrash): Promise<Partition | null> {
     const parts = this.catalog.partitionsOf(app, date);
     if (parts.length < 2 && (parts.length === 0 || parts[0]!.hour === null)) return null;
-    const sources: RowSource[] = parts.map((p) => {
-      const chunk = this.load(p);
-      return { chunk, rows: Uint32Array.from({ length: chunk.n }, (_, i) => i) };
-    });
-    const tag = Math.max(...parts.map((p) => p.tag));
-    const file = join(dateDir(this.o.dir, app, date), partitionName(null, tag));
-    const { bytes } = writePartition(sources, { app, tag });
-    // A day file with the same tag may exist (merging it with later files gives a higher tag).
-    if (parts.some((p) => p.file === file)) return null;
-    if (crashAt === "before-rename") {
-      // What a crash mid-write leaves: a temporary file, the sources untouched.
-      writeFileSync(`${file}.tmp`, bytes.subarray(0, bytes.length >> 1));
-      throw new Error("simulated crash before rename");
-    }
-    writeAtomic(file, bytes);
-    if (crashAt === "after-rename") throw new Error("simulated crash after rename");
-    const day = Date.parse(`${date}T00:00:00Z`);
-    const merged: Partition = { app, date, hour: null, tag, file, bytes: bytes.length, startMs: day, endMs: day + DAY_MS };
-    const kept = applySupersede([...parts, merged]);
-    for (const p of parts) if (!kept.includes(p)) this.evict(p.file);
+    const merged = await this.files.compact(this.o.dir, app, date, parts, crashAt);
+    if (!merged) return null;
+    // Files added to the day meanwhile (a flush of late events) stay: their tags are higher.
+    const now = this.catalog.partitionsOf(app, date);
+    const kept = applySupersede([...now, merged]);
+    for (const p of now) if (!kept.includes(p)) this.evict(p.file);
     this.catalog.replaceDate(app, date, kept);
     return merged;
   }
 
   /** Compacts every day before `beforeDay` (YYYY-MM-DD) that has more than one file. */
-  compactBefore(beforeDay: string): number {
+  async compactBefore(beforeDay: string): Promise<number> {
     let n = 0;
     for (const app of this.catalog.apps()) {
       for (const date of this.catalog.datesOf(app)) {
         if (date >= beforeDay) continue;
-        if (this.compactDay(app, date)) n++;
+        if (await this.compactDay(app, date)) n++;
       }
     }
     return n;
@@ -314,24 +268,4 @@ export class EventStore implements EventSink {
   }
 }
 
-/** temp name, fsync, rename, fsync the directory: the file appears whole or not at all. */
-export function writeAtomic(file: string, bytes: Uint8Array): void {
-  const dir = dirname(file);
-  mkdirSync(dir, { recursive: true });
-  const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, "w");
-  try {
-    let off = 0;
-    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-  const d = openSync(dir, "r");
-  try {
-    fsyncSync(d);
-  } finally {
-    closeSync(d);
-  }
-}
+export { writeAtomic } from "./atomic.ts";

@@ -20,20 +20,20 @@ const files = (dir: string) => {
   walk(dir);
   return out.sort();
 };
-const flush = (s: EventStore, tag: number) => {
+const flush = async (s: EventStore, tag: number) => {
   const heads = s.takeHeads();
-  s.finishFlush(heads, s.writeHeads(heads, tag));
+  s.finishFlush(heads, await s.writeHeads(heads, tag));
 };
 
 describe("event store", () => {
-  test("a flush writes hourly partitions per app; reopening reads the same events", () => {
+  test("a flush writes hourly partitions per app; reopening reads the same events", async () => {
     const dir = tmp();
     const s = mk(dir);
     const a = randomEvents(1, 3000, { seed: 1, start: Date.UTC(2026, 10, 1), spanMs: 2 * DAY_MS });
     const b = randomEvents(2, 500, { seed: 2, start: Date.UTC(2026, 10, 1), spanMs: DAY_MS });
     s.append(a);
     s.append(b);
-    flush(s, 10);
+    await flush(s, 10);
     const f = files(dir);
     expect(f.every((x) => /^app=[12]\/date=2026-11-0[1-4]\/hour=\d\d\.t10\.parquet$/.test(x))).toBe(true);
     expect(f.some((x) => x.startsWith("app=2/"))).toBe(true);
@@ -43,17 +43,17 @@ describe("event store", () => {
     expect(canonical(again.events(2))).toEqual(canonical(b));
   });
 
-  test("compaction merges a day's files into one, sources gone, events unchanged", () => {
+  test("compaction merges a day's files into one, sources gone, events unchanged", async () => {
     const dir = tmp();
     const s = mk(dir);
     const evs = randomEvents(3, 4000, { seed: 3, start: Date.UTC(2026, 10, 5), spanMs: DAY_MS - 3_600_000 });
     s.append(evs.slice(0, 2000));
-    flush(s, 5);
+    await flush(s, 5);
     s.append(evs.slice(2000));
-    flush(s, 9);
+    await flush(s, 9);
     const before = files(dir).filter((x) => x.includes("date=2026-11-05"));
     expect(before.length).toBeGreaterThan(2);
-    expect(s.compactDay(3, "2026-11-05")?.tag).toBe(9);
+    expect((await s.compactDay(3, "2026-11-05"))?.tag).toBe(9);
     expect(files(dir).filter((x) => x.includes("date=2026-11-05"))).toEqual(["app=3/date=2026-11-05/day.t9.parquet"]);
     expect(canonical(s.events(3))).toEqual(canonical(evs));
     const re = mk(dir);
@@ -61,12 +61,12 @@ describe("event store", () => {
     expect(canonical(re.events(3))).toEqual(canonical(evs));
   });
 
-  test("queries plan by app and time before reading: pruning without I/O", () => {
+  test("queries plan by app and time before reading: pruning without I/O", async () => {
     const dir = tmp();
     const s = mk(dir);
     s.append(randomEvents(4, 2000, { seed: 4, start: Date.UTC(2026, 10, 1), spanMs: 10 * DAY_MS }));
     s.append(randomEvents(5, 500, { seed: 5, start: Date.UTC(2026, 10, 1), spanMs: 10 * DAY_MS }));
-    flush(s, 1);
+    await flush(s, 1);
     const from = Date.UTC(2026, 10, 3);
     const to = Date.UTC(2026, 10, 5);
     const plan = s.plan(4, from, to);
@@ -79,25 +79,25 @@ describe("event store", () => {
     expect(inRange).toBeGreaterThan(0);
   });
 
-  test("a data set larger than the cache stays queryable, with the cache under its budget", () => {
+  test("a data set larger than the cache stays queryable, with the cache under its budget", async () => {
     const dir = tmp();
     const s = mk(dir, 200_000);
     const evs = randomEvents(6, 20_000, { seed: 6, start: Date.UTC(2026, 10, 1), spanMs: 5 * DAY_MS });
     s.append(evs);
-    flush(s, 1);
+    await flush(s, 1);
     expect(s.count(6)).toBe(20_000);
     expect(canonical(s.events(6))).toEqual(canonical(evs));
     expect(s.cacheStats().bytes).toBeLessThanOrEqual(200_000 + 200_000); // at most one file over, while in use
   });
 
-  test("a crash leaves .tmp files and unfinished flushes: opening removes them", () => {
+  test("a crash leaves .tmp files and unfinished flushes: opening removes them", async () => {
     const dir = tmp();
     const s = mk(dir);
     s.append(randomEvents(7, 300, { seed: 7 }));
-    flush(s, 3);
+    await flush(s, 3);
     s.append(randomEvents(7, 300, { seed: 8 }));
     const heads = s.takeHeads();
-    s.writeHeads(heads, 8); // written, never checkpointed
+    await s.writeHeads(heads, 8); // written, never checkpointed
     const re = mk(dir);
     const r = re.open(3);
     expect(r.removed).toBeGreaterThan(0);
@@ -137,12 +137,12 @@ describe("rollups (daily_totals) against the reference", () => {
     check(s, 9, evs);
   });
 
-  test("an event for a long-folded session marks its days dirty; the rollup job recomputes them", () => {
+  test("an event for a long-folded session marks its days dirty; the rollup job recomputes them", async () => {
     const dir = tmp();
     const s = mk(dir);
     const evs = randomEvents(10, 3000, { seed: 10, start: Date.UTC(2026, 10, 1), spanMs: 2 * DAY_MS });
     s.append(evs);
-    flush(s, 1);
+    await flush(s, 1);
     // Two days after the last event, every session is folded.
     const now = Date.UTC(2026, 10, 5);
     s.rollups.fold(now);

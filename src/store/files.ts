@@ -1,0 +1,185 @@
+// Writing partition files, away from the event loop. A flush (heads -> hourly files) and a
+// compaction (a day's files -> one) are pure functions of their inputs and the disk; they
+// run in a worker thread so ingest keeps answering while megabytes are encoded and
+// fsynced. The inline implementation is the fallback and runs the same functions.
+
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "../log.ts";
+import { dateDir, partitionName, type Partition } from "./catalog.ts";
+import { CTX_DIMS, Dict, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
+import { readPartition, writePartition, type RowSource } from "./parquet.ts";
+import { dayOf, dayText, DAY_MS } from "./rollups.ts";
+import { writeAtomic } from "./atomic.ts";
+
+export type CompactCrash = "before-rename" | "after-rename";
+
+export interface PartitionFiles {
+  flush(dir: string, heads: Chunk[], tag: number): Promise<Partition[]>;
+  compact(dir: string, app: number, date: string, parts: Partition[], crashAt?: CompactCrash): Promise<Partition | null>;
+  close(): Promise<void>;
+}
+
+/** Writes each head as one file per UTC hour; on failure removes what it wrote. */
+export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Partition[] {
+  const written: Partition[] = [];
+  try {
+    for (const h of heads) {
+      // Group rows, and each property's entries, by UTC hour: one pass over each.
+      const hourOf = new Float64Array(h.n);
+      const byHour = new Map<number, number[]>();
+      for (let i = 0; i < h.n; i++) {
+        const hour = Math.floor(h.ts[i]! / 3_600_000);
+        hourOf[i] = hour;
+        let rows = byHour.get(hour);
+        if (!rows) byHour.set(hour, (rows = []));
+        rows.push(i);
+      }
+      const props = new Map<number, { sp: Map<string, StringProp>; np: Map<string, NumberProp> }>();
+      const bucket = (hour: number) => props.get(hour) ?? props.set(hour, { sp: new Map(), np: new Map() }).get(hour)!;
+      for (const [key, p] of h.sp) {
+        const parts = new Map<number, { rows: number[]; codes: number[] }>();
+        for (let j = 0; j < p.n; j++) {
+          const hour = hourOf[p.rows[j]!]!;
+          const x = parts.get(hour) ?? parts.set(hour, { rows: [], codes: [] }).get(hour)!;
+          x.rows.push(p.rows[j]!);
+          x.codes.push(p.codes[j]!);
+        }
+        for (const [hour, x] of parts) bucket(hour).sp.set(key, { n: x.rows.length, rows: Uint32Array.from(x.rows), codes: Uint32Array.from(x.codes), dict: p.dict });
+      }
+      for (const [key, p] of h.np) {
+        const parts = new Map<number, { rows: number[]; vals: number[] }>();
+        for (let j = 0; j < p.n; j++) {
+          const hour = hourOf[p.rows[j]!]!;
+          const x = parts.get(hour) ?? parts.set(hour, { rows: [], vals: [] }).get(hour)!;
+          x.rows.push(p.rows[j]!);
+          x.vals.push(p.vals[j]!);
+        }
+        for (const [hour, x] of parts) bucket(hour).np.set(key, { n: x.rows.length, rows: Uint32Array.from(x.rows), vals: Float64Array.from(x.vals) });
+      }
+      for (const [hour, rows] of byHour) {
+        const start = hour * 3_600_000;
+        const date = dayText(dayOf(start));
+        const hh = new Date(start).getUTCHours();
+        const file = join(dateDir(dir, h.app, date), partitionName(hh, tag));
+        const { bytes } = writePartition([{ chunk: h, rows: Uint32Array.from(rows), props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag });
+        // Tags are unique per checkpoint: an existing file would mean overwriting events.
+        if (existsSync(file)) throw new Error(`partition ${file} exists already`);
+        writeAtomic(file, bytes);
+        written.push({ app: h.app, date, hour: hh, tag, file, bytes: bytes.length, startMs: start, endMs: start + 3_600_000 });
+      }
+    }
+  } catch (e) {
+    for (const p of written) rmSync(p.file, { force: true });
+    throw e;
+  }
+  return written;
+}
+
+/** Merges a day's partitions into day.t<largest tag>.parquet; the caller deletes the sources. */
+export function compactFiles(dir: string, app: number, date: string, parts: Partition[], crashAt?: CompactCrash): Partition | null {
+  const tag = Math.max(...parts.map((p) => p.tag));
+  const file = join(dateDir(dir, app, date), partitionName(null, tag));
+  // A day file with that tag exists: it already holds everything of the day.
+  if (parts.some((p) => p.file === file)) return null;
+  const sources: RowSource[] = parts.map((p) => {
+    const { chunk } = readPartition(new Uint8Array(readFileSync(p.file)));
+    return { chunk, rows: Uint32Array.from({ length: chunk.n }, (_, i) => i) };
+  });
+  const { bytes } = writePartition(sources, { app, tag });
+  if (crashAt === "before-rename") {
+    // What a crash mid-write leaves: a temporary file, the sources untouched.
+    writeFileSync(`${file}.tmp`, bytes.subarray(0, bytes.length >> 1));
+    throw new Error("simulated crash before rename");
+  }
+  writeAtomic(file, bytes);
+  if (crashAt === "after-rename") throw new Error("simulated crash after rename");
+  const day = Date.parse(`${date}T00:00:00Z`);
+  return { app, date, hour: null, tag, file, bytes: bytes.length, startMs: day, endMs: day + DAY_MS };
+}
+
+// ---- moving chunks to the worker ------------------------------------------------------------
+
+/** A chunk as plain data for postMessage (arrays cut to their used length). */
+export function packChunk(c: Chunk) {
+  return {
+    app: c.app,
+    n: c.n,
+    nctx: c.nctx,
+    ts: c.ts.slice(0, c.n),
+    name: c.name.slice(0, c.n),
+    pathname: c.pathname.slice(0, c.n),
+    ctx: c.ctx.slice(0, c.n),
+    session: c.session.slice(0, c.nctx),
+    visitor: c.visitor.slice(0, c.nctx),
+    debug: c.debug.slice(0, c.nctx),
+    dims: Object.fromEntries(CTX_DIMS.map((d) => [d, c.dims[d].slice(0, c.nctx)])),
+    dicts: Object.fromEntries(Object.entries(c.dicts).map(([k, d]) => [k, d.values])),
+    sp: [...c.sp].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), codes: p.codes.slice(0, p.n), dict: p.dict.values }] as [string, { n: number; rows: Uint32Array; codes: Chunk["name"]; dict: string[] }]),
+    np: [...c.np].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), vals: p.vals.slice(0, p.n) }] as [string, NumberProp]),
+    minTs: c.minTs,
+    maxTs: c.maxTs,
+  };
+}
+
+function dictOf(values: string[]): Dict {
+  const d = new Dict();
+  for (let i = 1; i < values.length; i++) d.code(values[i]!);
+  return d;
+}
+
+export function unpackChunk(p: ReturnType<typeof packChunk>): Chunk {
+  return {
+    ...p,
+    dims: p.dims as Chunk["dims"],
+    dicts: Object.fromEntries(Object.entries(p.dicts).map(([k, v]) => [k, dictOf(v)])) as Chunk["dicts"],
+    sp: new Map(p.sp.map(([k, v]) => [k, { n: v.n, rows: v.rows, codes: v.codes, dict: dictOf(v.dict) }] as [string, StringProp])),
+    np: new Map(p.np),
+  };
+}
+
+// ---- the worker client -------------------------------------------------------------------------
+
+export const inlineFiles: PartitionFiles = {
+  flush: async (dir, heads, tag) => writeHeadFiles(dir, heads, tag),
+  compact: async (dir, app, date, parts, crashAt) => compactFiles(dir, app, date, parts, crashAt),
+  close: async () => {},
+};
+
+type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
+
+export function startFileWorker(log: Logger): PartitionFiles {
+  let worker: Worker;
+  try {
+    worker = new Worker(new URL("./flush-worker.ts", import.meta.url).href);
+  } catch (e) {
+    log.warn("partition writer thread unavailable; writing on the main thread", { error: (e as Error).message });
+    return inlineFiles;
+  }
+  let next = 1;
+  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  worker.onmessage = (e: MessageEvent<Reply>) => {
+    const w = waiting.get(e.data.id);
+    if (!w) return;
+    waiting.delete(e.data.id);
+    if (e.data.ok) w.resolve(e.data.value);
+    else w.reject(new Error(e.data.error));
+  };
+  worker.onerror = (e) => {
+    for (const w of waiting.values()) w.reject(new Error(`partition writer thread failed: ${e.message}`));
+    waiting.clear();
+  };
+  const call = <T>(msg: Record<string, unknown>) =>
+    new Promise<T>((resolve, reject) => {
+      const id = next++;
+      waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      worker.postMessage({ ...msg, id });
+    });
+  return {
+    flush: (dir, heads, tag) => call<Partition[]>({ kind: "flush", dir, tag, heads: heads.map(packChunk) }),
+    compact: (dir, app, date, parts, crashAt) => call<Partition | null>({ kind: "compact", dir, app, date, parts, crashAt }),
+    close: async () => {
+      worker.terminate();
+    },
+  };
+}

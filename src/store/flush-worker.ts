@@ -1,0 +1,18 @@
+// The partition writer's worker thread: flushes and compactions (files.ts), one at a time.
+
+import { compactFiles, unpackChunk, writeHeadFiles, type packChunk } from "./files.ts";
+import type { Partition } from "./catalog.ts";
+
+declare const self: Worker;
+
+self.onmessage = (e: MessageEvent) => {
+  const m = e.data as
+    | { kind: "flush"; id: number; dir: string; tag: number; heads: ReturnType<typeof packChunk>[] }
+    | { kind: "compact"; id: number; dir: string; app: number; date: string; parts: Partition[]; crashAt?: "before-rename" | "after-rename" };
+  try {
+    const value = m.kind === "flush" ? writeHeadFiles(m.dir, m.heads.map(unpackChunk), m.tag) : compactFiles(m.dir, m.app, m.date, m.parts, m.crashAt);
+    self.postMessage({ id: m.id, ok: true, value });
+  } catch (err) {
+    self.postMessage({ id: m.id, ok: false, error: (err as Error).message });
+  }
+};
