@@ -41,7 +41,8 @@ export function checkpointGen(db: Db): number {
 export function loadCheckpoint(d: CheckpointDeps): number {
   const seq = checkpointSeq(d.db);
   const roll = d.db.query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'rollups'").get();
-  if (roll) d.store.rollups.restore(roll.value);
+  const sessions = d.db.query<{ value: Uint8Array }, []>("SELECT value FROM checkpoint WHERE key = 'rollup_sessions'").get();
+  if (roll) d.store.rollups.restore(roll.value, sessions?.value);
   d.ingest.restoreState();
   return seq;
 }
@@ -89,7 +90,8 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
     d.db.transaction(() => {
       d.ingest.writeState(ingestState);
-      d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('rollups', ?)").run(rollups);
+      d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('rollups', ?)").run(rollups.days);
+      d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('rollup_sessions', ?)").run(rollups.sessions);
       d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('seq', ?)").run(String(seq));
       d.db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('gen', ?)").run(String(gen));
     })();

@@ -40,7 +40,7 @@ export interface IngestSnapshot {
   answers: [number, string, string, number][];
   answerKeys: string[];
   quota: [number, string, number][];
-  webSessions: string;
+  webSessions: Uint8Array;
 }
 
 export interface BatchAnswer {
@@ -454,7 +454,7 @@ export class Ingest {
       answers,
       answerKeys: keys,
       quota: this.quota.entries(),
-      webSessions: JSON.stringify(this.sessions.entries()),
+      webSessions: this.sessions.pack(),
     };
   }
 
@@ -491,8 +491,8 @@ export class Ingest {
       this.dedupe.set(`${r.app}:${r.batch_id}`, { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at });
     }
     for (const r of db.query<{ org: number; month: string; used: number }, []>("SELECT * FROM quota").all()) this.quota.restore(r.org, r.month, r.used);
-    const ws = db.query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'web_sessions'").get();
-    if (ws) for (const [v, id, at] of JSON.parse(ws.value) as [number, number, number][]) this.sessions.remember(v, id, at);
+    const ws = db.query<{ value: Uint8Array }, []>("SELECT value FROM checkpoint WHERE key = 'web_sessions'").get();
+    if (ws) this.sessions.unpack(ws.value);
   }
 
   /** After a checkpoint covering `through`: the log's segments go, new records start a new one. */

@@ -122,6 +122,18 @@ export class InlineWriter implements WalWriter {
   }
 }
 
+function concat(frames: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const f of frames) n += f.length;
+  const out = new Uint8Array(new ArrayBuffer(n));
+  let o = 0;
+  for (const f of frames) {
+    out.set(f, o);
+    o += f.length;
+  }
+  return out;
+}
+
 type Reply = { id: number; ok: true; result: CommitResult } | { id: number; ok: false; error: string };
 
 export class WorkerWriter implements WalWriter {
@@ -149,8 +161,10 @@ export class WorkerWriter implements WalWriter {
     return new Promise((resolve, reject) => {
       const id = this.next++;
       this.waiting.set(id, { resolve, reject });
-      // The frames' buffers are handed over, not copied.
-      this.worker.postMessage({ kind: "commit", id, frames, firstSeq }, frames.map((f) => f.buffer as ArrayBuffer));
+      // One buffer, handed over rather than copied: a message costs 30-60 µs in Bun, and
+      // one buffer is cheaper to pass than many.
+      const one = frames.length === 1 ? frames[0]! : concat(frames);
+      this.worker.postMessage({ kind: "commit", id, frames: [one], firstSeq }, [one.buffer as ArrayBuffer]);
     });
   }
 

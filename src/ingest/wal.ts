@@ -23,6 +23,8 @@ export interface WalRecord {
 const HEADER = 8;
 const BODY_PREFIX = 9;
 const MAX_FRAME = 16 * 1024 * 1024;
+/** The least time between the starts of two back-to-back commits. */
+export const COMMIT_SPACING_MS = 1;
 
 interface Pending {
   frames: Uint8Array[];
@@ -155,6 +157,7 @@ export class Wal {
     while (this.pending.frames.length > 0) {
       const batch = this.pending;
       this.pending = emptyPending();
+      const started = performance.now();
       try {
         const { newSegment } = await this.writer.commit(batch.frames, batch.firstSeq);
         if (newSegment) this.segments.push(newSegment);
@@ -165,7 +168,14 @@ export class Wal {
         this.log.error("write-ahead log write failed; answering 503 until it works again", { error: (e as Error).message });
         for (const w of batch.waiters) w.reject(err);
       }
-      if (this.pending.frames.length > 0) await new Promise<void>((r) => setImmediate(r));
+      if (this.pending.frames.length > 0) {
+        // Back-to-back commits: let at least COMMIT_SPACING_MS pass since this one began,
+        // so the next carries more records. Each commit costs the core a message to the
+        // writer thread and an fsync; under load this trades under a millisecond of
+        // latency for far fewer of both.
+        const wait = COMMIT_SPACING_MS - (performance.now() - started);
+        await new Promise<void>((r) => (wait > 0 ? setTimeout(r, wait) : setImmediate(r)));
+      }
     }
     this.flushing = null;
   }

@@ -28,9 +28,21 @@ export class WebSessions {
     if (!s || s.last <= at) this.open.set(visitor, { id, last: at });
   }
 
-  /** Open sessions, for a checkpoint: [visitor, session, last event]. */
-  entries(): [number, number, number][] {
-    return [...this.open].map(([v, s]) => [v, s.id, s.last]);
+  /** Open sessions, for a checkpoint: (visitor, session, last event) as float64 triples. */
+  pack(): Uint8Array {
+    const f = new Float64Array(this.open.size * 3);
+    let k = 0;
+    for (const [v, s] of this.open) {
+      f[k++] = v;
+      f[k++] = s.id;
+      f[k++] = s.last;
+    }
+    return new Uint8Array(f.buffer);
+  }
+
+  unpack(b: Uint8Array): void {
+    const f = new Float64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+    for (let k = 0; k + 2 < f.length; k += 3) this.remember(f[k]!, f[k + 1]!, f[k + 2]!);
   }
 
   get size() {

@@ -251,30 +251,63 @@ export class Rollups {
     this.apps.delete(app);
   }
 
-  /** Everything, for a checkpoint. */
-  snapshot(): string {
+  /**
+   * Everything, for a checkpoint: the day aggregates as JSON (few), the open and folded
+   * sessions as flat binary (there can be millions: JSON of that many objects stalled
+   * checkpoints for seconds).
+   */
+  snapshot(): { days: string; sessions: Uint8Array } {
     const out: Record<string, unknown> = {};
-    for (const [id, a] of this.apps) {
-      out[id] = {
-        days: [...a.days].map(([k, g]) => [k, g.serialize()]),
-        open: [...a.open],
-        folded: [...a.folded],
-        dirty: [...a.dirty],
-      };
+    let open = 0;
+    let folded = 0;
+    for (const a of this.apps.values()) {
+      open += a.open.size;
+      folded += a.folded.size;
     }
-    return JSON.stringify(out);
+    // Per app: [app, nOpen, nFolded], then open as (id, first, last, events, pageviews, debug),
+    // folded as (id, day).
+    const f = new Float64Array(this.apps.size * 3 + open * 6 + folded * 2);
+    let k = 0;
+    for (const [id, a] of this.apps) {
+      out[id] = { days: [...a.days].map(([key, g]) => [key, g.serialize()]), dirty: [...a.dirty] };
+      f[k++] = id;
+      f[k++] = a.open.size;
+      f[k++] = a.folded.size;
+      for (const [sid, x] of a.open) {
+        f[k++] = sid;
+        f[k++] = x.first;
+        f[k++] = x.last;
+        f[k++] = x.events;
+        f[k++] = x.pageviews;
+        f[k++] = x.debug ? 1 : 0;
+      }
+      for (const [sid, d] of a.folded) {
+        f[k++] = sid;
+        f[k++] = d;
+      }
+    }
+    return { days: JSON.stringify(out), sessions: new Uint8Array(f.buffer) };
   }
 
-  restore(json: string): void {
+  restore(days: string, sessions?: Uint8Array): void {
     this.apps.clear();
-    const o = JSON.parse(json) as Record<string, { days: [string, ReturnType<DayAgg["serialize"]>][]; open: [number, OpenSession][]; folded: [number, number][]; dirty: number[] }>;
+    const o = JSON.parse(days) as Record<string, { days: [string, ReturnType<DayAgg["serialize"]>][]; dirty: number[] }>;
     for (const [id, v] of Object.entries(o)) {
       const a = new AppRollup();
       for (const [k, g] of v.days) a.days.set(k, DayAgg.from(g));
-      a.open = new Map(v.open);
-      a.folded = new Map(v.folded);
       a.dirty = new Set(v.dirty);
       this.apps.set(Number(id), a);
+    }
+    if (!sessions || sessions.byteLength === 0) return;
+    const f = new Float64Array(sessions.buffer.slice(sessions.byteOffset, sessions.byteOffset + sessions.byteLength));
+    let k = 0;
+    while (k < f.length) {
+      const id = f[k++]!;
+      const nOpen = f[k++]!;
+      const nFolded = f[k++]!;
+      const a = this.app(id);
+      for (let i = 0; i < nOpen; i++, k += 6) a.open.set(f[k]!, { first: f[k + 1]!, last: f[k + 2]!, events: f[k + 3]!, pageviews: f[k + 4]!, debug: f[k + 5] === 1 });
+      for (let i = 0; i < nFolded; i++, k += 2) a.folded.set(f[k]!, f[k + 1]!);
     }
   }
 }
