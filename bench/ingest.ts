@@ -150,6 +150,7 @@ const body = `## Ingest (bench/ingest.ts)
 - Date: ${new Date().toISOString().slice(0, 10)}
 - Command: \`bun bench/ingest.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). The bare server and Sextant (\`sextant serve\`, JSON request log to a file, every accepted event fsynced by group commit before the answer) both run pinned to core 0; wrk runs pinned to core 1 with ${CONNS} connections, ${SECONDS} s per row. Rows alternate round by round and the table gives medians; the ratio column also lists each round's ratio against the bare run of the same round, since this shared machine's speed drifts by tens of percent between minutes.
 - The query load (rows "with query load") is a second wrk with 4 connections reading with an API token, each waiting 50 ms between requests as a busy dashboard would (median ${fmt(median(queryRates))} requests/s). The stats endpoints arrive with their issue; until then the load is usage, app and app-list reads.
+- Load: web events from a pool of 50,000 visitor addresses (one new address per request would make every event a new visit); batches likewise.
 - CPU µs/request: the server process's user+system CPU time over the row divided by the requests it answered (steadier than throughput on a noisy host).
 
 | Row | Requests/s | Events/s | p50 ms | p99 ms | Events/s ÷ bare requests/s (per round) | CPU µs/request | Non-2xx |

@@ -83,6 +83,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   const rollups = d.store.rollups.snapshot();
   d.ingest.rollLog();
   const events = heads.reduce((a, h) => a + h.n, 0);
+  const syncMs = Math.round(performance.now() - t0);
   // Then the slow part, off the event loop: the partitions.
   let written: Awaited<ReturnType<EventStore["writeHeads"]>> = [];
   try {
@@ -106,6 +107,6 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   if (crashAt === "after-commit") throw new SimulatedCrash(crashAt);
   d.ingest.dropLog(seq);
   const ms = Math.round(performance.now() - t0);
-  if (events > 0) d.log.info("checkpoint", { seq, gen, files: written.length, events, ms });
+  if (events > 0) d.log.info("checkpoint", { seq, gen, files: written.length, events, ms, sync_ms: syncMs });
   return { seq, gen, files: written.length, events, ms };
 }

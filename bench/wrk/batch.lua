@@ -14,6 +14,8 @@ local function hex(n)
 end
 request = function()
   wrk.headers["X-Batch-Id"] = hex(8) .. "-" .. hex(4) .. "-4" .. hex(3) .. "-a" .. hex(3) .. "-" .. hex(12)
-  wrk.headers["X-Forwarded-For"] = math.random(1, 223) .. "." .. math.random(0, 255) .. "." .. math.random(0, 255) .. "." .. math.random(1, 254)
+  -- A visitor from a pool of 50,000: visits of several events, as on a real site.
+  local v = math.random(1, 50000)
+  wrk.headers["X-Forwarded-For"] = "10." .. (v % 200) .. "." .. (math.floor(v / 200) % 250) .. ".7"
   return wrk.format()
 end

@@ -207,6 +207,7 @@ export class Ingest {
         this.quota.release(info.orgId, events.length, now);
         throw this.unavailable(e);
       }
+      this.quota.commit(info.orgId, events.length, now);
       this.commitBatch(app, info.orgId, dedupeKey, now, events, drops, ans);
       return ans;
     } finally {
@@ -337,6 +338,7 @@ export class Ingest {
       this.quota.release(info.orgId, 1, now);
       throw this.unavailable(e);
     }
+    this.quota.commit(info.orgId, 1, now);
     this.d.sink.append([ev]);
     this.usage.add(app, utcDay(now), "accepted", 1);
     return { allowOrigin };
@@ -347,11 +349,13 @@ export class Ingest {
   /** Counts an outcome that stored nothing; it reaches the log with the next commit. */
   private count(app: number, now: number, outcome: Outcome, n = 1) {
     const day = utcDay(now);
-    this.usage.add(app, day, outcome, n);
     try {
-      this.wal.appendLazy(REC_OUTCOMES, enc.encode(JSON.stringify({ a: app, d: day, c: { [outcome]: n } })));
+      // Counted once the record is on disk, so a checkpoint never holds a count that the
+      // log would replay again.
+      this.wal.appendLazy(REC_OUTCOMES, enc.encode(JSON.stringify({ a: app, d: day, c: { [outcome]: n } })), () => this.usage.add(app, day, outcome, n));
     } catch {
-      // closing down: the count stays in memory only
+      // closing down: counted in memory only
+      this.usage.add(app, day, outcome, n);
     }
   }
 

@@ -5,7 +5,10 @@
 import { utcMonth } from "../util/hash.ts";
 
 export class Quota {
+  /** Enforced: committed plus reserved for writes under way. */
   private used = new Map<number, { month: string; n: number }>();
+  /** On disk only (what a checkpoint records). */
+  private committed = new Map<number, { month: string; n: number }>();
 
   constructor(private hardLimitPercent: () => number) {}
 
@@ -30,21 +33,34 @@ export class Quota {
     if (u && u.month === utcMonth(now)) u.n = Math.max(0, u.n - n);
   }
 
+  /** A reservation whose events are now on disk. */
+  commit(orgId: number, n: number, now: number) {
+    bump(this.committed, orgId, n, utcMonth(now));
+  }
+
   /** Sets a month's count from a checkpoint. */
   restore(orgId: number, month: string, used: number) {
-    const u = this.used.get(orgId);
-    if (!u || u.month < month) this.used.set(orgId, { month, n: used });
+    for (const m of [this.used, this.committed]) {
+      const u = m.get(orgId);
+      if (!u || u.month < month) m.set(orgId, { month, n: used });
+    }
   }
 
+  /** Committed counts, for a checkpoint. */
   entries(): [number, string, number][] {
-    return [...this.used].map(([org, u]) => [org, u.month, u.n]);
+    return [...this.committed].map(([org, u]) => [org, u.month, u.n]);
   }
 
-  /** Counts events already accepted (replay at start-up, checkpoints). */
+  /** Counts events already accepted and on disk (replay at start-up). */
   add(orgId: number, n: number, at: number) {
     const month = utcMonth(at);
-    const u = this.used.get(orgId);
-    if (!u || u.month < month) this.used.set(orgId, { month, n });
-    else if (u.month === month) u.n += n;
+    bump(this.used, orgId, n, month);
+    bump(this.committed, orgId, n, month);
   }
+}
+
+function bump(m: Map<number, { month: string; n: number }>, orgId: number, n: number, month: string) {
+  const u = m.get(orgId);
+  if (!u || u.month < month) m.set(orgId, { month, n });
+  else if (u.month === month) u.n += n;
 }

@@ -32,9 +32,11 @@ interface Pending {
   firstSeq: number;
   lastSeq: number;
   waiters: { resolve: () => void; reject: (e: Error) => void }[];
+  /** Run once the records are on disk (lazy records' effects). */
+  onDurable: (() => void)[];
 }
 
-const emptyPending = (): Pending => ({ frames: [], bytes: 0, firstSeq: 0, lastSeq: 0, waiters: [] });
+const emptyPending = (): Pending => ({ frames: [], bytes: 0, firstSeq: 0, lastSeq: 0, waiters: [], onDurable: [] });
 
 export class WalWriteError extends Error {
   override name = "WalWriteError";
@@ -117,9 +119,13 @@ export class Wal {
     });
   }
 
-  /** Appends a record that nobody waits for; it rides along with the next commit. */
-  appendLazy(type: number, payload: Uint8Array): void {
+  /**
+   * Appends a record that nobody waits for; it rides along with the next commit, and
+   * `onDurable` runs once it is on disk (so in-memory state never runs ahead of the log).
+   */
+  appendLazy(type: number, payload: Uint8Array, onDurable?: () => void): void {
     this.enqueue(type, payload);
+    if (onDurable) this.pending.onDurable.push(onDurable);
     this.kick();
   }
 
@@ -162,11 +168,15 @@ export class Wal {
         const { newSegment } = await this.writer.commit(batch.frames, batch.firstSeq);
         if (newSegment) this.segments.push(newSegment);
         this.durableSeq = Math.max(this.durableSeq, batch.lastSeq);
+        for (const f of batch.onDurable) f();
         for (const w of batch.waiters) w.resolve();
+        // Queued after the waiters' continuations: whoever waits here sees them applied.
+        this.notifyCommitted();
       } catch (e) {
         const err = new WalWriteError(`write-ahead log write failed: ${(e as Error).message}`);
         this.log.error("write-ahead log write failed; answering 503 until it works again", { error: (e as Error).message });
         for (const w of batch.waiters) w.reject(err);
+        this.notifyCommitted();
       }
       if (this.pending.frames.length > 0) {
         // Back-to-back commits: let at least COMMIT_SPACING_MS pass since this one began,
@@ -185,17 +195,28 @@ export class Wal {
     while (this.flushing) await this.flushing;
   }
 
+  private committedWaiters: (() => void)[] = [];
+
+  private notifyCommitted() {
+    const ws = this.committedWaiters;
+    this.committedWaiters = [];
+    for (const w of ws) w();
+  }
+
   /**
-   * Waits until no record is waiting or being written, and answers the last sequence on
-   * disk. Synchronous code right after it sees a log with nothing in flight: every
-   * acknowledged record has been applied, and nothing else has been handed out.
+   * Answers a sequence S such that, for synchronous code right after it: every record
+   * <= S is on disk and applied by its request, and no record > S has had any effect yet.
+   * When records are waiting, that is the end of the next commit (no need for the log to
+   * ever be idle, which under steady load it never is).
    */
   async settle(): Promise<number> {
-    while (this.flushing || this.pending.frames.length > 0) {
+    if (this.flushing || this.pending.frames.length > 0) {
       this.kick();
-      await this.flushing;
+      await new Promise<void>((r) => this.committedWaiters.push(r));
+      // Let the continuations of that commit's requests run first.
+      await Promise.resolve();
     }
-    return this.lastSeq;
+    return this.durableSeq;
   }
 
   /** The next record starts a new segment (called with nothing in flight). */

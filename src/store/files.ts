@@ -122,6 +122,13 @@ export function packChunk(c: Chunk) {
   };
 }
 
+function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {
+  const out = [p.ts, p.name, p.pathname, p.ctx, p.session, p.visitor, p.debug, ...Object.values(p.dims)].map((a) => a.buffer as ArrayBuffer);
+  for (const [, v] of p.sp) out.push(v.rows.buffer as ArrayBuffer, v.codes.buffer as ArrayBuffer);
+  for (const [, v] of p.np) out.push(v.rows.buffer as ArrayBuffer, v.vals.buffer as ArrayBuffer);
+  return [...new Set(out)];
+}
+
 function dictOf(values: string[]): Dict {
   const d = new Dict();
   for (let i = 1; i < values.length; i++) d.code(values[i]!);
@@ -169,14 +176,19 @@ export function startFileWorker(log: Logger): PartitionFiles {
     for (const w of waiting.values()) w.reject(new Error(`partition writer thread failed: ${e.message}`));
     waiting.clear();
   };
-  const call = <T>(msg: Record<string, unknown>) =>
+  const call = <T>(msg: Record<string, unknown>, transfer: ArrayBuffer[] = []) =>
     new Promise<T>((resolve, reject) => {
       const id = next++;
       waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      worker.postMessage({ ...msg, id });
+      worker.postMessage({ ...msg, id }, transfer);
     });
   return {
-    flush: (dir, heads, tag) => call<Partition[]>({ kind: "flush", dir, tag, heads: heads.map(packChunk) }),
+    flush: (dir, heads, tag) => {
+      // packChunk copies (the heads are still read by queries during the flush); the
+      // copies are then handed over, not copied a second time.
+      const packed = heads.map(packChunk);
+      return call<Partition[]>({ kind: "flush", dir, tag, heads: packed }, packed.flatMap(buffersOf));
+    },
     compact: (dir, app, date, parts, crashAt) => call<Partition | null>({ kind: "compact", dir, app, date, parts, crashAt }),
     close: async () => {
       worker.terminate();

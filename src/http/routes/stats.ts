@@ -31,8 +31,11 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
     .use(auth)
     .get(
       "/apps/:id/usage",
-      ({ auth, params, query }) => {
+      async ({ auth, params, query }) => {
         const { app } = requireApp(svc.db, auth.actor(), params.id, "viewer");
+        // Outcomes are counted once their log record is on disk: wait for the commit under
+        // way, so the answer holds every request answered before this one.
+        await svc.ingest.settle();
         const now = svc.now();
         const w = resolveWindow(query.from, query.to, now);
         const counts = svc.ingest.usage.range(app.id, w.from, w.to);
