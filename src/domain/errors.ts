@@ -9,6 +9,7 @@ export type ErrorKind =
   | "conflict" // state does not allow it
   | "gone" // existed, expired for good
   | "too_large" // the request body is over its limit
+  | "too_heavy" // a query over its time or memory budget
   | "rate_limited" // retry after `retryAfter` seconds
   | "unavailable"; // temporary; retry after `retryAfter` seconds
 

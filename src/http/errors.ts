@@ -30,6 +30,7 @@ const KIND_STATUS: Record<ErrorKind, number> = {
   conflict: 409,
   gone: 410,
   too_large: 413,
+  too_heavy: 422,
   rate_limited: 429,
   unavailable: 503,
 };

@@ -53,3 +53,180 @@ export function refDaily(events: StoredEvent[], debug: boolean): Map<string, Ref
   }
   return out;
 }
+
+// ---- stats endpoints, the slow and obvious way ------------------------------------------------
+
+export interface RefQuery {
+  from: number; // ms, inclusive
+  to: number; // ms, exclusive
+  debug: boolean;
+  filters: [string, string[]][];
+  kind: "app" | "web";
+}
+
+const DAYMS = 86_400_000;
+
+function dimValue(e: StoredEvent, dim: string): string | undefined {
+  if (dim === "name") return e.name;
+  if (dim.startsWith("prop:")) {
+    const k = dim.slice(5);
+    return k in e.sp ? e.sp[k] : k in e.np ? String(e.np[k]) : undefined;
+  }
+  return (e.dims as Record<string, string>)[dim];
+}
+
+export function refSessionPlace(evs: StoredEvent[], which: "entry" | "exit"): string {
+  const sorted = [...evs].sort((a, b) => a.ts - b.ts);
+  const pvs = sorted.filter((e) => e.name === "pageview");
+  if (pvs.length) return (which === "entry" ? pvs[0]! : pvs[pvs.length - 1]!).dims.pathname;
+  const e = which === "entry" ? sorted[0]! : sorted[sorted.length - 1]!;
+  return e.sp.screen ?? "";
+}
+
+/** Events passing debug, filters (entry/exit judged on the session's matching events), in [from, to). */
+export function refMatch(all: StoredEvent[], q: RefQuery, from = q.from, to = q.to): StoredEvent[] {
+  const plain = q.filters.filter(([d]) => d !== "entry" && d !== "exit");
+  const sess = q.filters.filter(([d]) => d === "entry" || d === "exit");
+  const pass = (e: StoredEvent) => e.debug === q.debug && plain.every(([d, vs]) => vs.includes(dimValue(e, d) ?? "\u0000none"));
+  let evs = all.filter(pass);
+  if (sess.length) {
+    const near = evs.filter((e) => e.ts >= from - DAYMS && e.ts < to + DAYMS);
+    const by = groupBy(near, (e) => e.session);
+    const ok = new Set([...by].filter(([, es]) => sess.every(([d, vs]) => vs.includes(refSessionPlace(es, d as "entry" | "exit")))).map(([s]) => s));
+    evs = evs.filter((e) => ok.has(e.session));
+  }
+  return evs.filter((e) => e.ts >= from && e.ts < to);
+}
+
+export function groupBy<T, K>(xs: T[], key: (x: T) => K): Map<K, T[]> {
+  const m = new Map<K, T[]>();
+  for (const x of xs) (m.get(key(x)) ?? m.set(key(x), []).get(key(x))!).push(x);
+  return m;
+}
+
+const dayOfMs = (ms: number) => new Date(Math.floor(ms / DAYMS) * DAYMS).toISOString().slice(0, 10);
+const r4 = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
+
+export function refOverviewPeriod(all: StoredEvent[], q: RefQuery) {
+  const days: string[] = [];
+  for (let t = q.from; t < q.to; t += DAYMS) days.push(dayOfMs(t));
+  const inWin = refMatch(all, q);
+  const near = refMatch(all, q, q.from - DAYMS, q.to + DAYMS);
+  const series = days.map((day) => ({ day, events: 0, sessions: 0, users: 0 }));
+  const idx = new Map(days.map((d, i) => [d, i]));
+  for (const e of inWin) series[idx.get(dayOfMs(e.ts))!]!.events++;
+  for (const [d, es] of groupBy(inWin, (e) => dayOfMs(e.ts))) series[idx.get(d)!]!.users = new Set(es.map((e) => e.visitor)).size;
+  const durations: number[] = [];
+  let bounces = 0;
+  let sessions = 0;
+  for (const es of groupBy(near, (e) => e.session).values()) {
+    const first = Math.min(...es.map((e) => e.ts));
+    if (first < q.from || first >= q.to) continue;
+    sessions++;
+    series[idx.get(dayOfMs(first))!]!.sessions++;
+    const last = Math.max(...es.map((e) => e.ts));
+    durations.push(refDuration(last - first));
+    if (es.length <= 1 && es.filter((e) => e.name === "pageview").length <= 1) bounces++;
+  }
+  const events = inWin.length;
+  return {
+    series,
+    totals: {
+      events,
+      pageviews: inWin.filter((e) => e.name === "pageview").length,
+      sessions,
+      users: series.reduce((a, p) => a + p.users, 0),
+      bounce_rate: q.kind === "web" ? r4(bounces, sessions) : 0,
+      events_per_session: r4(events, sessions),
+      median_session_seconds: refMedian(durations),
+    },
+  };
+}
+
+export function refBreakdown(all: StoredEvent[], q: RefQuery, dim: string, metric: "events" | "sessions" | "users", limit: number) {
+  const evs = refMatch(all, q);
+  let valueOf = (e: StoredEvent) => dimValue(e, dim);
+  if (dim === "entry" || dim === "exit") {
+    const by = groupBy(evs, (e) => e.session);
+    const place = new Map([...by].map(([s, es]) => [s, refSessionPlace(es, dim)]));
+    valueOf = (e) => place.get(e.session);
+  }
+  const m = new Map<string, StoredEvent[]>();
+  for (const e of evs) {
+    const v = valueOf(e);
+    if (v === undefined) continue;
+    (m.get(v) ?? m.set(v, []).get(v)!).push(e);
+  }
+  const rows = [...m].map(([value, es]) => ({
+    value,
+    count: metric === "events" ? es.length : metric === "sessions" ? new Set(es.map((e) => e.session)).size : new Set(es.map((e) => `${dayOfMs(e.ts)}|${e.visitor}`)).size,
+  }));
+  rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+  return rows.slice(0, limit);
+}
+
+export function refEvents(all: StoredEvent[], q: RefQuery, limit: number) {
+  const evs = refMatch(all, q);
+  const ndays = Math.round((q.to - q.from) / DAYMS);
+  const rows = [...groupBy(evs, (e) => e.name)].map(([name, es]) => {
+    const series = new Array(ndays).fill(0);
+    for (const e of es) series[Math.floor((e.ts - q.from) / DAYMS)]++;
+    return { name, events: es.length, users: new Set(es.map((e) => `${dayOfMs(e.ts)}|${e.visitor}`)).size, series };
+  });
+  rows.sort((a, b) => b.events - a.events || (a.name < b.name ? -1 : 1));
+  return rows.slice(0, limit);
+}
+
+export function refFunnel(all: StoredEvent[], q: RefQuery, steps: string[], windowSeconds: number) {
+  const w = windowSeconds * 1000;
+  const evs = refMatch(all, q, q.from, q.to + w).filter((e) => steps.includes(e.name));
+  const counts = new Array(steps.length).fill(0);
+  for (const es of groupBy(evs, (e) => e.session).values()) {
+    es.sort((a, b) => a.ts - b.ts);
+    const start = es.findIndex((e) => e.name === steps[0] && e.ts >= q.from && e.ts < q.to);
+    if (start < 0) continue;
+    const t0 = es[start]!.ts;
+    let at = start;
+    let reached = 1;
+    for (let k = 1; k < steps.length; k++) {
+      const j = es.findIndex((e, idx) => idx > at && e.ts - t0 <= w && e.name === steps[k]);
+      if (j < 0 || es.slice(at + 1, j).some((e) => e.ts - t0 > w)) break;
+      reached++;
+      at = j;
+    }
+    for (let k = 0; k < reached; k++) counts[k]++;
+  }
+  return counts as number[];
+}
+
+export function refPaths(all: StoredEvent[], q: RefQuery, after: string) {
+  const evs = refMatch(all, q, q.from, q.to + DAYMS);
+  const next = new Map<string, number>();
+  for (const es of groupBy(evs, (e) => e.session).values()) {
+    es.sort((a, b) => a.ts - b.ts);
+    for (let k = 0; k + 1 < es.length; k++) {
+      const e = es[k]!;
+      if (e.name !== after || e.ts < q.from || e.ts >= q.to) continue;
+      const n = es[k + 1]!;
+      const label = n.name === "pageview" ? `pageview ${n.dims.pathname}` : n.name;
+      next.set(label, (next.get(label) ?? 0) + 1);
+    }
+  }
+  return [...next].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)).slice(0, 20);
+}
+
+export function refHeatmap(all: StoredEvent[], q: RefQuery) {
+  const out: { weekday: number; hour: number; sessions: number }[] = [];
+  for (let wd = 1; wd <= 7; wd++) for (let h = 0; h < 24; h++) out.push({ weekday: wd, hour: h, sessions: 0 });
+  // A session counts once in each hour (of real time) in which it had an event.
+  const seen = new Set<string>();
+  for (const e of refMatch(all, q)) {
+    const hi = Math.floor(e.ts / 3_600_000);
+    const k = `${e.session}|${hi}`;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    const d = new Date(hi * 3_600_000);
+    out[((d.getUTCDay() + 6) % 7) * 24 + d.getUTCHours()]!.sessions++;
+  }
+  return out;
+}

@@ -1,0 +1,131 @@
+// Schemas of the statistics answers (spec, "Statistics"), declared once.
+
+import { t } from "elysia";
+import { Type } from "@sinclair/typebox";
+import { DIMENSIONS } from "../store/dimensions.ts";
+
+const Int = Type.Integer;
+const Num = () => t.Number();
+const named = <T extends object>(title: string, o: T = {} as T) => ({ title, ...o });
+
+export const DayPoint = t.Object({ day: t.String(), events: Int(), sessions: Int(), users: Int() }, named("DayPoint"));
+export const Totals = t.Object(
+  {
+    events: Int(),
+    pageviews: Int(),
+    sessions: Int(),
+    users: Int({ description: "Distinct daily-rotating visitors, summed over the days." }),
+    bounce_rate: Num(),
+    events_per_session: Num(),
+    median_session_seconds: Num(),
+  },
+  named("Totals"),
+);
+export const Period = t.Object({ from: t.String(), to: t.String(), series: t.Array(DayPoint), totals: Totals }, named("Period"));
+export const Overview = t.Object(
+  {
+    current: Period,
+    previous: t.Optional(t.Nullable(Period)),
+    sampled: t.Boolean(),
+    source: t.Union([t.Literal("daily_totals"), t.Literal("events")]),
+  },
+  named("Overview"),
+);
+export const Row2 = t.Object({ value: t.String(), count: Int() }, named("Row2"));
+export const Breakdown = t.Object({ dimension: t.String(), metric: t.String(), rows: t.Array(Row2), sampled: t.Boolean(), source: t.String() }, named("Breakdown"));
+export const EventSummary = t.Object({ name: t.String(), events: Int(), users: Int(), series: t.Array(Int()) }, named("EventSummary"));
+export const EventsList = t.Object({ events: t.Array(EventSummary), sampled: t.Boolean() }, named("EventsList"));
+export const EventDetail = t.Object(
+  {
+    name: t.String(),
+    series: t.Array(DayPoint),
+    string_properties: t.Array(t.Object({ key: t.String(), values: t.Array(Row2) }, named("StringProperty"))),
+    number_properties: t.Array(t.Object({ key: t.String(), count: Int(), mean: Num(), median: Num(), p95: Num(), sum: Num() }, named("NumberProperty"))),
+    property_by: t.Optional(t.Array(t.Object({ value: t.String(), count: Int(), median: Num(), sum: Num() }, named("PropertyGroup")))),
+    sampled: t.Boolean(),
+  },
+  named("EventDetail"),
+);
+export const FunnelRequest = t.Object(
+  {
+    steps: t.Array(t.String({ minLength: 1, maxLength: 64 }), { minItems: 2, maxItems: 10 }),
+    window_seconds: t.Optional(Int({ minimum: 1, maximum: 2678400 })),
+    breakdown: t.Optional(t.Nullable(t.String({ maxLength: 80 }))),
+  },
+  named("FunnelRequest", { additionalProperties: false }),
+);
+export const Funnel = t.Object(
+  {
+    groups: t.Array(
+      t.Object(
+        { group: t.String(), steps: t.Array(t.Object({ name: t.String(), sessions: Int(), conversion: Num(), step_conversion: Num() }, named("FunnelStep"))) },
+        named("FunnelGroup"),
+      ),
+    ),
+    more_groups: t.Boolean(),
+    sampled: t.Boolean(),
+  },
+  named("Funnel"),
+);
+export const Heatmap = t.Object(
+  { cells: t.Array(t.Object({ weekday: Int({ minimum: 1, maximum: 7 }), hour: Int({ minimum: 0, maximum: 23 }), sessions: Int() }, named("HeatCell"))), sampled: t.Boolean() },
+  named("Heatmap"),
+);
+export const Live = t.Object({ minutes: Int(), events: Int(), sessions: Int() }, named("Live"));
+export const PathsRequest = t.Object({ after: t.String({ minLength: 1, maxLength: 64 }) }, named("PathsRequest", { additionalProperties: false }));
+export const Paths = t.Object({ after: t.String(), next: t.Array(Row2), sampled: t.Boolean() }, named("Paths"));
+export const SessionItem = t.Object(
+  {
+    id: t.String(),
+    started: t.String(),
+    ended: t.String(),
+    duration_seconds: Int(),
+    events: Int(),
+    pageviews: Int(),
+    entry: t.String(),
+    exit: t.String(),
+    platform: t.String(),
+    country: t.String(),
+    app_version: t.String(),
+    referrer_source: t.String(),
+  },
+  named("SessionItem"),
+);
+export const Sessions = t.Object(
+  {
+    sessions: t.Array(SessionItem),
+    summary: t.Object({ sessions: Int(), bounce_rate: Num(), events_per_session: Num(), median_seconds: Num() }, named("SessionSummary")),
+  },
+  named("Sessions"),
+);
+export const TimelineEvent = t.Object(
+  { name: t.String(), ts: t.String(), pathname: t.String(), screen: t.String(), properties: t.Record(t.String(), t.Union([t.String(), t.Number()])) },
+  named("TimelineEvent"),
+);
+
+// Query parameters, exactly per endpoint (an unknown one is a 400 naming it).
+const day = (what: string) => t.Optional(t.String({ description: `${what}: UTC date YYYY-MM-DD, inclusive. Default: the last 7 days including today.` }));
+const filter = t.Optional(
+  t.Array(t.String(), {
+    description: `Repeatable dimension:value (prop:KEY:value for properties). Different dimensions are ANDed, values of one dimension ORed. Dimensions: ${DIMENSIONS.join(", ")}, prop:KEY.`,
+  }),
+);
+const debug = t.Optional(t.Boolean({ description: "true reads debug data instead of production data." }));
+const limit = (def: number, max: number) => t.Optional(t.Integer({ minimum: 1, maximum: max, description: `Default ${def}, at most ${max}.` }));
+const q = (props: Record<string, unknown>) => t.Object(props as never, { additionalProperties: false });
+
+export const OverviewQuery = q({ from: day("from"), to: day("to"), debug, filter, compare: t.Optional(t.Literal("previous")) });
+export const BreakdownQuery = q({
+  dimension: t.String({ description: `One of: ${DIMENSIONS.join(", ")}, prop:KEY.` }),
+  metric: t.Optional(t.Union([t.Literal("events"), t.Literal("sessions"), t.Literal("users")], { description: "Default events." })),
+  limit: limit(10, 1000),
+  from: day("from"),
+  to: day("to"),
+  filter,
+});
+export const EventsQuery = q({ limit: limit(50, 1000), from: day("from"), to: day("to"), filter });
+export const EventDetailQuery = q({ property: t.Optional(t.String({ maxLength: 64 })), by: t.Optional(t.String({ maxLength: 80 })), from: day("from"), to: day("to"), filter });
+export const WindowQuery = q({ from: day("from"), to: day("to"), filter });
+export const LiveQuery = q({ debug });
+export const SessionsQuery = q({ limit: limit(50, 500), from: day("from"), to: day("to"), filter });
+export const TimelineQuery = q({ debug });

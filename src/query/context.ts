@@ -1,0 +1,48 @@
+// What an operator gets: the app, the window, the filters, a way to read chunks, and the
+// budget. Built by the runner; operators never touch HTTP or the catalog directly.
+
+import type { Chunk } from "../store/chunk.ts";
+import type { Rollups } from "../store/rollups.ts";
+import type { Window } from "./window.ts";
+import { collectSessions, DAY_MS } from "./sessions.ts";
+import type { Budget, Filter, ScanOptions } from "./scan.ts";
+
+export interface QueryContext {
+  app: number;
+  kind: "app" | "web";
+  window: Window;
+  debug: boolean;
+  filters: Filter[];
+  now: number;
+  chunks(fromMs: number, toMs: number): Chunk[];
+  rollups: Rollups;
+  budget: Budget;
+}
+
+/** Scan options over [from, to) with the query's filters; entry/exit filters resolved to sessions. */
+export function scanOptions(q: QueryContext, startMs: number, endMs: number): ScanOptions {
+  const sessionFilters = q.filters.filter((f) => f.dim === "entry" || f.dim === "exit");
+  let sessions: Set<number> | null = null;
+  if (sessionFilters.length) {
+    const others = q.filters.filter((f) => f.dim !== "entry" && f.dim !== "exit");
+    const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), { startMs: startMs - DAY_MS, endMs: endMs + DAY_MS, debug: q.debug, filters: others }, q.budget);
+    sessions = new Set();
+    for (const s of all.values()) {
+      if (sessionFilters.every((f) => f.values.includes(placeOf(s, f.dim as "entry" | "exit")))) sessions.add(s.id);
+    }
+  }
+  return { startMs, endMs, debug: q.debug, filters: q.filters, sessions };
+}
+
+import { place } from "./sessions.ts";
+const placeOf = place;
+
+export const dayStart = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;
+export const dayKey = (ms: number) => new Date(dayStart(ms)).toISOString().slice(0, 10);
+
+/** Every day of the window as YYYY-MM-DD, oldest first. */
+export function windowDays(q: { window: Window }): string[] {
+  const out: string[] = [];
+  for (let t = q.window.startMs; t < q.window.endMs; t += DAY_MS) out.push(new Date(t).toISOString().slice(0, 10));
+  return out;
+}

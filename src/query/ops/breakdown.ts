@@ -1,0 +1,64 @@
+// breakdown: top values of one dimension by events, sessions or users.
+// users: distinct visitors per day, summed over the days (visitors rotate daily).
+// entry/exit: a session's first/last page (web) or screen (apps); rows count its events.
+
+import type { QueryContext } from "../context.ts";
+import { dayKey, scanOptions } from "../context.ts";
+import { codeReader, propValues, scan } from "../scan.ts";
+import { collectSessions, place } from "../sessions.ts";
+import { PROP_PREFIX } from "../../store/dimensions.ts";
+import type { Chunk } from "../../store/chunk.ts";
+
+export type Metric = "events" | "sessions" | "users";
+
+export function breakdown(q: QueryContext, dimension: string, metric: Metric, limit: number) {
+  const { startMs, endMs } = q.window;
+  const counts = new Map<string, { events: number; sessions: Set<number>; users: Set<string> }>();
+  const bump = (value: string, session: number, visitor: number, ts: number) => {
+    let e = counts.get(value);
+    if (!e) counts.set(value, (e = { events: 0, sessions: new Set(), users: new Set() }));
+    e.events++;
+    if (metric === "sessions") e.sessions.add(session);
+    if (metric === "users") e.users.add(`${dayKey(ts)}|${visitor}`);
+  };
+  const opts = scanOptions(q, startMs, endMs);
+  if (dimension === "entry" || dimension === "exit") {
+    const sessions = collectSessions(q.chunks(startMs, endMs), opts, q.budget);
+    const where = new Map<number, string>();
+    for (const s of sessions.values()) where.set(s.id, place(s, dimension));
+    scan(q.chunks(startMs, endMs), opts, (c, i, x) => bump(where.get(c.session[x]!) ?? "", c.session[x]!, c.visitor[x]!, c.ts[i]!), q.budget);
+  } else if (dimension.startsWith(PROP_PREFIX)) {
+    const key = dimension.slice(PROP_PREFIX.length);
+    const props = new Map<Chunk, (string | undefined)[]>();
+    scan(q.chunks(startMs, endMs), opts, (c, i, x) => {
+      let p = props.get(c);
+      if (!p) props.set(c, (p = propValues(c, key)));
+      const v = p[i];
+      if (v !== undefined) bump(v, c.session[x]!, c.visitor[x]!, c.ts[i]!);
+    }, q.budget);
+  } else {
+    // Count by code per chunk, then turn codes into values once.
+    for (const c of q.chunks(startMs, endMs)) {
+      const r = codeReader(c, dimension)!;
+      if (metric === "events") {
+        const per = new Float64Array(r.values.length);
+        scan([c], opts, (_c, i, x) => {
+          const k = r.code(i, x);
+          per[k] = per[k]! + 1;
+        }, q.budget);
+        for (let k = 0; k < per.length; k++) {
+          if (!per[k]) continue;
+          const v = r.values[k]!;
+          let e = counts.get(v);
+          if (!e) counts.set(v, (e = { events: 0, sessions: new Set(), users: new Set() }));
+          e.events += per[k]!;
+        }
+      } else {
+        scan([c], opts, (cc, i, x) => bump(r.values[r.code(i, x)]!, cc.session[x]!, cc.visitor[x]!, cc.ts[i]!), q.budget);
+      }
+    }
+  }
+  const rows = [...counts].map(([value, e]) => ({ value, count: metric === "events" ? e.events : metric === "sessions" ? e.sessions.size : e.users.size }));
+  rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+  return { dimension, metric, rows: rows.filter((r) => r.count > 0).slice(0, limit) };
+}

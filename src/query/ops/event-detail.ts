@@ -1,0 +1,99 @@
+// events/{name}: a daily series of one event, top values of its text properties, statistics
+// of its number properties, and optionally one number property per value of a dimension.
+
+import type { QueryContext } from "../context.ts";
+import { dayKey, scanOptions, windowDays } from "../context.ts";
+import { codeReader, scan } from "../scan.ts";
+import { median } from "../sessions.ts";
+import type { Chunk } from "../../store/chunk.ts";
+
+export const TOP_VALUES = 10;
+
+function p95(xs: number[]): number {
+  if (!xs.length) return 0;
+  const s = Float64Array.from(xs).sort();
+  // Nearest rank: the smallest value with at least 95% of the values at or below it.
+  return s[Math.max(0, Math.ceil(0.95 * s.length) - 1)]!;
+}
+
+export function eventDetail(q: QueryContext, name: string, property: string | undefined, by: string | undefined) {
+  const { startMs, endMs } = q.window;
+  const filters = [...q.filters.filter((f) => f.dim !== "name"), { dim: "name", values: [name] }];
+  const opts = scanOptions({ ...q, filters }, startMs, endMs);
+  const series = new Map(windowDays(q).map((d) => [d, { day: d, events: 0, sessions: new Set<number>(), users: new Set<number>() }]));
+  const text = new Map<string, Map<string, number>>();
+  const nums = new Map<string, number[]>();
+  const groups = new Map<string, number[]>();
+  for (const c of q.chunks(startMs, endMs)) {
+    const rows: number[] = [];
+    scan([c], opts, (cc, i, x) => {
+      rows.push(i);
+      const p = series.get(dayKey(cc.ts[i]!))!;
+      p.events++;
+      p.sessions.add(cc.session[x]!);
+      p.users.add(cc.visitor[x]!);
+    }, q.budget);
+    if (!rows.length) continue;
+    const picked = new Uint8Array(c.n);
+    for (const i of rows) picked[i] = 1;
+    for (const [key, sp] of c.sp) {
+      if (property && key !== property) continue;
+      const m = text.get(key) ?? text.set(key, new Map()).get(key)!;
+      for (let j = 0; j < sp.n; j++) {
+        if (!picked[sp.rows[j]!]) continue;
+        const v = sp.dict.values[sp.codes[j]!]!;
+        m.set(v, (m.get(v) ?? 0) + 1);
+      }
+    }
+    for (const [key, np] of c.np) {
+      if (property && key !== property) continue;
+      const list = nums.get(key) ?? nums.set(key, []).get(key)!;
+      const groupOf = by && key === property ? groupReader(c, by) : null;
+      for (let j = 0; j < np.n; j++) {
+        const r = np.rows[j]!;
+        if (!picked[r]) continue;
+        list.push(np.vals[j]!);
+        if (groupOf) {
+          const g = groupOf(r);
+          (groups.get(g) ?? groups.set(g, []).get(g)!).push(np.vals[j]!);
+        }
+      }
+    }
+  }
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  return {
+    name,
+    series: [...series.values()].map((p) => ({ day: p.day, events: p.events, sessions: p.sessions.size, users: p.users.size })),
+    string_properties: [...text]
+      .map(([key, m]) => ({
+        key,
+        values: [...m].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)).slice(0, TOP_VALUES),
+      }))
+      .sort((a, b) => (a.key < b.key ? -1 : 1)),
+    number_properties: [...nums]
+      .filter(([, xs]) => xs.length > 0)
+      .map(([key, xs]) => ({ key, count: xs.length, sum: sum(xs), mean: sum(xs) / xs.length, median: median(xs), p95: p95(xs) }))
+      .sort((a, b) => (a.key < b.key ? -1 : 1)),
+    ...(property && by
+      ? {
+          property_by: [...groups]
+            .map(([value, xs]) => ({ value, count: xs.length, median: median(xs), sum: sum(xs) }))
+            .sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)),
+        }
+      : {}),
+    sampled: false,
+  };
+}
+
+function groupReader(c: Chunk, dim: string): (row: number) => string {
+  const r = codeReader(c, dim);
+  if (r) return (i) => r.values[r.code(i, c.ctx[i]!)]!;
+  if (dim.startsWith("prop:")) {
+    const key = dim.slice(5);
+    const vals: (string | undefined)[] = new Array(c.n);
+    const sp = c.sp.get(key);
+    if (sp) for (let j = 0; j < sp.n; j++) vals[sp.rows[j]!] = sp.dict.values[sp.codes[j]!]!;
+    return (i) => vals[i] ?? "";
+  }
+  return () => "";
+}

@@ -1,0 +1,100 @@
+// sessions: the most recent sessions of the window (by start, newest first) with where
+// they started and ended, and a summary over every session of the window. A session id is
+// "<start in seconds, base 36>-<session hash, hex>", so its timeline can be found again.
+// sessions/{id}: that session's events in order.
+
+import type { QueryContext } from "../context.ts";
+import { scanOptions } from "../context.ts";
+import { collectSessions, DAY_MS, durationSeconds, isBounce, median, place, type SessionAgg } from "../sessions.ts";
+import { scan } from "../scan.ts";
+import { CTX_DIMS } from "../../store/chunk.ts";
+import { invalid } from "../../domain/errors.ts";
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function sessionId(s: { id: number; first: number }): string {
+  return `${Math.floor(s.first / 1000).toString(36)}-${s.id.toString(16)}`;
+}
+
+export function parseSessionId(id: string): { start: number; hash: number } {
+  const m = /^([0-9a-z]{1,10})-([0-9a-f]{1,14})$/.exec(id);
+  if (!m) throw invalid("invalid_session_id", "A session id looks like the `id` of GET /apps/{id}/sessions.");
+  return { start: parseInt(m[1]!, 36) * 1000, hash: parseInt(m[2]!, 16) };
+}
+
+function dim(s: SessionAgg, name: (typeof CTX_DIMS)[number]): string {
+  const [c, i] = s.firstAt;
+  return c.dicts[name].values[c.dims[name][c.ctx[i]!]!]!;
+}
+
+export function sessionsList(q: QueryContext, limit: number) {
+  const { startMs, endMs } = q.window;
+  // Sessions that start in the window, with their events up to a day after it.
+  const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), scanOptions(q, startMs - DAY_MS, endMs + DAY_MS), q.budget);
+  const inWindow = [...all.values()].filter((s) => s.first >= startMs && s.first < endMs);
+  inWindow.sort((a, b) => b.first - a.first || b.id - a.id);
+  const events = inWindow.reduce((a, s) => a + s.events, 0);
+  const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
+  return {
+    sessions: inWindow.slice(0, limit).map((s) => ({
+      id: sessionId(s),
+      started: iso(s.first),
+      ended: iso(s.last),
+      duration_seconds: durationSeconds(s.last - s.first),
+      events: s.events,
+      pageviews: s.pageviews,
+      entry: place(s, "entry"),
+      exit: place(s, "exit"),
+      platform: dim(s, "platform"),
+      country: dim(s, "country"),
+      app_version: dim(s, "app_version"),
+      referrer_source: dim(s, "referrer_source"),
+    })),
+    summary: {
+      sessions: inWindow.length,
+      bounce_rate: q.kind === "web" ? ratio(inWindow.filter(isBounce).length, inWindow.length) : 0,
+      events_per_session: ratio(events, inWindow.length),
+      median_seconds: median(inWindow.map((s) => durationSeconds(s.last - s.first))),
+    },
+  };
+}
+
+export function timeline(q: QueryContext, id: string) {
+  const { start, hash } = parseSessionId(id);
+  const startMs = start - DAY_MS;
+  const endMs = start + 2 * DAY_MS;
+  const out: { ts: number; seq: number; ev: { name: string; ts: string; pathname: string; screen: string; properties: Record<string, string | number> } }[] = [];
+  let seq = 0;
+  scan(q.chunks(startMs, endMs), { startMs, endMs, debug: q.debug, filters: [] }, (c, i, x) => {
+    if (c.session[x] !== hash) return;
+    const properties: Record<string, string | number> = {};
+    for (const [k, p] of c.sp) {
+      const j = find(p.rows, p.n, i);
+      if (j >= 0) properties[k] = p.dict.values[p.codes[j]!]!;
+    }
+    for (const [k, p] of c.np) {
+      const j = find(p.rows, p.n, i);
+      if (j >= 0) properties[k] = p.vals[j]!;
+    }
+    out.push({
+      ts: c.ts[i]!,
+      seq: seq++,
+      ev: { name: c.dicts.name.values[c.name[i]!]!, ts: iso(c.ts[i]!), pathname: c.dicts.pathname.values[c.pathname[i]!]!, screen: typeof properties.screen === "string" ? properties.screen : "", properties },
+    });
+  }, q.budget);
+  out.sort((a, b) => a.ts - b.ts || a.seq - b.seq);
+  return out.map((e) => e.ev);
+}
+
+function find(rows: Uint32Array, n: number, i: number): number {
+  let lo = 0;
+  let hi = n - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const r = rows[mid]!;
+    if (r === i) return mid;
+    if (r < i) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}

@@ -1,0 +1,79 @@
+// Runs stats queries: answers cached 30 s per app and exact query (live never), a time
+// budget per query (over it: 422, narrow the dates or filters), and a bound on queries
+// waiting their turn (past it: 503 with Retry-After). Operators are synchronous over
+// in-memory columns; this is where they meet time and load.
+
+import { DomainError } from "../domain/errors.ts";
+import type { EventStore } from "../store/store.ts";
+import type { QueryContext } from "./context.ts";
+import type { Budget, Filter } from "./scan.ts";
+import type { Window } from "./window.ts";
+
+export const CACHE_MS = 30_000;
+
+export interface RunnerOptions {
+  store: EventStore;
+  now: () => number;
+  /** A query taking longer than this answers 422. */
+  budgetMs: number;
+  /** Queries waiting to run beyond this answer 503. */
+  maxWaiting: number;
+}
+
+export class QueryRunner {
+  private cache = new Map<string, { at: number; value: unknown }>();
+  private waiting = 0;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private o: RunnerOptions) {}
+
+  context(app: number, kind: "app" | "web", window: Window, debug: boolean, filters: Filter[], budget: Budget): QueryContext {
+    return {
+      app,
+      kind,
+      window,
+      debug,
+      filters,
+      now: this.o.now(),
+      chunks: (from, to) => this.o.store.chunks(app, from, to),
+      rollups: this.o.store.rollups,
+      budget,
+    };
+  }
+
+  /** Runs `fn` in turn, cached under `key` unless the key is null. */
+  async run<T>(key: string | null, fn: (budget: Budget) => T): Promise<T> {
+    const now = this.o.now();
+    if (key) {
+      const hit = this.cache.get(key);
+      if (hit && now - hit.at < CACHE_MS) return hit.value as T;
+    }
+    if (this.waiting >= this.o.maxWaiting) {
+      throw new DomainError("unavailable", "too_busy", "Too many statistics queries are running; retry shortly.", 1);
+    }
+    this.waiting++;
+    // One query at a time: they are CPU-bound, and interleaving would only make each slower.
+    const turn = this.chain.then(() => {
+      const started = performance.now();
+      const budget: Budget = {
+        check: () => {
+          if (performance.now() - started > this.o.budgetMs) {
+            throw new DomainError("too_heavy", "query_too_heavy", "This query needs more time than its budget; narrow the dates or add filters.");
+          }
+        },
+      };
+      return fn(budget);
+    });
+    this.chain = turn.catch(() => undefined);
+    try {
+      const value = await turn;
+      if (key) {
+        if (this.cache.size > 5000) this.cache.clear();
+        this.cache.set(key, { at: this.o.now(), value });
+      }
+      return value;
+    } finally {
+      this.waiting--;
+    }
+  }
+}

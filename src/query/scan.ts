@@ -1,0 +1,178 @@
+// The scan: which rows of which chunks a stats query reads. Filters are compiled per
+// chunk into code tables (a context-level pass for dimensions held per context, event-
+// level for name, pathname and properties), so the row loop is array lookups only.
+// Filters on different dimensions are ANDed, repeated values of one dimension ORed.
+
+import { CTX_DIMS, type Chunk, type CtxDim } from "../store/chunk.ts";
+import { isDimension, PROP_PREFIX } from "../store/dimensions.ts";
+import { invalid } from "../domain/errors.ts";
+import { DIMENSIONS } from "../store/dimensions.ts";
+
+export interface Filter {
+  dim: string;
+  values: string[];
+}
+
+/** Parses `dimension:value` items (prop:KEY:value for properties). */
+export function parseFilters(raw: string[] | string | undefined, allowed?: readonly string[]): Filter[] {
+  const items = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+  const byDim = new Map<string, string[]>();
+  for (const item of items) {
+    let dim: string;
+    let value: string;
+    if (item.startsWith(PROP_PREFIX)) {
+      const i = item.indexOf(":", PROP_PREFIX.length);
+      if (i === -1) throw invalid("invalid_filter", `Filter ${JSON.stringify(item)} must look like prop:KEY:value.`);
+      dim = item.slice(0, i);
+      value = item.slice(i + 1);
+    } else {
+      const i = item.indexOf(":");
+      if (i === -1) throw invalid("invalid_filter", `Filter ${JSON.stringify(item)} must look like dimension:value.`);
+      dim = item.slice(0, i);
+      value = item.slice(i + 1);
+    }
+    if (!isDimension(dim) || (allowed && !allowed.includes(dim))) {
+      throw invalid("unknown_dimension", `Unknown filter dimension ${JSON.stringify(dim)}; known: ${(allowed ?? [...DIMENSIONS, "prop:KEY"]).join(", ")}.`);
+    }
+    (byDim.get(dim) ?? byDim.set(dim, []).get(dim)!).push(value);
+  }
+  return [...byDim].map(([dim, values]) => ({ dim, values }));
+}
+
+export interface ScanOptions {
+  /** Rows with startMs <= ts < endMs. */
+  startMs: number;
+  endMs: number;
+  debug: boolean;
+  filters: Filter[];
+  /** Sessions allowed by entry/exit filters (computed by the caller), or null for all. */
+  sessions?: Set<number> | null;
+}
+
+/** Checks the time and budget every so many rows. */
+export interface Budget {
+  check(rows: number): void;
+}
+
+/**
+ * Calls `fn(chunk, i, x)` for every row that passes: in the time range, of the debug kind
+ * asked, and matching every filter. `x` is the row's context.
+ */
+export function scan(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, x: number) => void, budget?: Budget): void {
+  for (const c of chunks) {
+    if (c.n === 0 || c.maxTs < o.startMs || c.minTs >= o.endMs) continue;
+    const plan = compile(c, o);
+    if (!plan) continue;
+    const { ctxOk, nameOk, pathOk, rowOk } = plan;
+    const ts = c.ts;
+    const ctx = c.ctx;
+    const name = c.name;
+    const path = c.pathname;
+    for (let i = 0; i < c.n; i++) {
+      const t = ts[i]!;
+      if (t < o.startMs || t >= o.endMs) continue;
+      const x = ctx[i]!;
+      if (!ctxOk[x]) continue;
+      if (nameOk && !nameOk[name[i]!]) continue;
+      if (pathOk && !pathOk[path[i]!]) continue;
+      if (rowOk && !rowOk[i]) continue;
+      fn(c, i, x);
+    }
+    budget?.check(c.n);
+  }
+}
+
+interface Compiled {
+  ctxOk: Uint8Array;
+  nameOk: Uint8Array | null;
+  pathOk: Uint8Array | null;
+  rowOk: Uint8Array | null;
+}
+
+const ENTRY_EXIT = new Set(["entry", "exit"]);
+
+function allowCodes(values: string[], dict: { find(s: string): number; size: number }): Uint8Array | null {
+  const ok = new Uint8Array(dict.size);
+  let any = false;
+  for (const v of values) {
+    const code = dict.find(v);
+    if (code >= 0) {
+      ok[code] = 1;
+      any = true;
+    }
+  }
+  return any ? ok : null;
+}
+
+/** Per-chunk tables for the filters; null when no row of the chunk can match. */
+function compile(c: Chunk, o: ScanOptions): Compiled | null {
+  const ctxOk = new Uint8Array(c.nctx);
+  const debug = o.debug ? 1 : 0;
+  for (let x = 0; x < c.nctx; x++) ctxOk[x] = c.debug[x] === debug ? 1 : 0;
+  if (o.sessions) for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !o.sessions.has(c.session[x]!)) ctxOk[x] = 0;
+  let nameOk: Uint8Array | null = null;
+  let pathOk: Uint8Array | null = null;
+  let rowOk: Uint8Array | null = null;
+  for (const f of o.filters) {
+    if (ENTRY_EXIT.has(f.dim)) continue;
+    if (f.dim === "name") {
+      nameOk = allowCodes(f.values, c.dicts.name);
+      if (!nameOk) return null;
+    } else if (f.dim === "pathname") {
+      pathOk = allowCodes(f.values, c.dicts.pathname);
+      if (!pathOk) return null;
+    } else if (f.dim.startsWith(PROP_PREFIX)) {
+      const key = f.dim.slice(PROP_PREFIX.length);
+      const mask = new Uint8Array(c.n);
+      const sp = c.sp.get(key);
+      if (sp) {
+        const ok = allowCodes(f.values, sp.dict);
+        if (ok) for (let j = 0; j < sp.n; j++) if (ok[sp.codes[j]!]) mask[sp.rows[j]!] = 1;
+      }
+      const np = c.np.get(key);
+      if (np) {
+        const nums = new Set(f.values.map(Number).filter((v) => !Number.isNaN(v)));
+        for (let j = 0; j < np.n; j++) if (nums.has(np.vals[j]!)) mask[np.rows[j]!] = 1;
+      }
+      if (rowOk) for (let i = 0; i < c.n; i++) rowOk[i] = rowOk[i]! & mask[i]!;
+      else rowOk = mask;
+    } else {
+      const dim = f.dim as CtxDim;
+      if (!(CTX_DIMS as readonly string[]).includes(dim)) continue;
+      const ok = allowCodes(f.values, c.dicts[dim]);
+      if (!ok) return null;
+      const codes = c.dims[dim];
+      for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !ok[codes[x]!]) ctxOk[x] = 0;
+    }
+  }
+  return { ctxOk, nameOk, pathOk, rowOk };
+}
+
+/** The string value of a dimension for a row (for grouping; not on hot paths of counts). */
+export function valueOf(c: Chunk, dim: string, i: number, x: number): string | null {
+  if (dim === "name") return c.dicts.name.values[c.name[i]!]!;
+  if (dim === "pathname") return c.dicts.pathname.values[c.pathname[i]!]!;
+  if ((CTX_DIMS as readonly string[]).includes(dim)) return c.dicts[dim as CtxDim].values[c.dims[dim as CtxDim][x]!]!;
+  return null;
+}
+
+/** A code reader for a dimension held per event or per context: (i, x) -> code, plus its dictionary. */
+export function codeReader(c: Chunk, dim: string): { code: (i: number, x: number) => number; values: string[] } | null {
+  if (dim === "name") return { code: (i) => c.name[i]!, values: c.dicts.name.values };
+  if (dim === "pathname") return { code: (i) => c.pathname[i]!, values: c.dicts.pathname.values };
+  if ((CTX_DIMS as readonly string[]).includes(dim)) {
+    const a = c.dims[dim as CtxDim];
+    return { code: (_i, x) => a[x]!, values: c.dicts[dim as CtxDim].values };
+  }
+  return null;
+}
+
+/** Per-row values of a property key (text or number as text), or undefined where absent. */
+export function propValues(c: Chunk, key: string): (string | undefined)[] {
+  const out: (string | undefined)[] = new Array(c.n);
+  const sp = c.sp.get(key);
+  if (sp) for (let j = 0; j < sp.n; j++) out[sp.rows[j]!] = sp.dict.values[sp.codes[j]!]!;
+  const np = c.np.get(key);
+  if (np) for (let j = 0; j < np.n; j++) out[np.rows[j]!] = String(np.vals[j]!);
+  return out;
+}

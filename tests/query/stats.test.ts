@@ -1,0 +1,178 @@
+// Every stats endpoint, over HTTP, against the reference (tests/helpers/reference.ts) on
+// random event sets: sessions across midnight, debug and production mixed, several apps in
+// one store (no answer may include another app's events), filters that match nothing,
+// empty windows.
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
+import { newApp, ownerHeaders } from "../helpers/ingest.ts";
+import { randomEvents } from "../helpers/events.ts";
+import { refBreakdown, refEvents, refFunnel, refHeatmap, refMatch, refOverviewPeriod, refPaths, type RefQuery } from "../helpers/reference.ts";
+import type { StoredEvent } from "../../src/store/event.ts";
+
+const START = Date.UTC(2026, 10, 10, 20); // 20:00, so sessions cross midnight
+const clock = new TestClock(Date.UTC(2026, 10, 16, 12));
+let s: TestServer;
+let owner: Record<string, string>;
+let web: { appId: number; orgId: number };
+let app: { appId: number; orgId: number };
+let webEvents: StoredEvent[];
+let appEvents: StoredEvent[];
+
+beforeAll(async () => {
+  s = await startTestServer({}, { clock });
+  owner = await ownerHeaders(s);
+  web = await newApp(s, owner, "web", ["https://example.com"]);
+  app = await newApp(s, owner, "app", undefined, web.orgId);
+  const other = await newApp(s, owner, "web", ["https://example.com"], web.orgId);
+  webEvents = randomEvents(web.appId, 6000, { seed: 21, start: START, spanMs: 5 * 86_400_000, web: true });
+  appEvents = randomEvents(app.appId, 4000, { seed: 22, start: START, spanMs: 5 * 86_400_000 });
+  const noise = randomEvents(other.appId, 3000, { seed: 23, start: START, spanMs: 5 * 86_400_000, web: true });
+  const st = s.server.services.store;
+  // Half in partitions, half in the head: queries must read both.
+  st.append(webEvents.slice(0, 3000));
+  st.append(appEvents.slice(0, 2000));
+  st.append(noise);
+  const sv = s.server.services;
+  const { checkpoint } = await import("../../src/checkpoint.ts");
+  await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store });
+  st.append(webEvents.slice(3000));
+  st.append(appEvents.slice(2000));
+});
+afterAll(() => s.stop());
+
+const FROM = "2026-11-10";
+const TO = "2026-11-16";
+const q = (kind: "app" | "web", filters: [string, string[]][] = [], debug = false, from = FROM, to = TO): RefQuery => ({
+  from: Date.parse(`${from}T00:00:00Z`),
+  to: Date.parse(`${to}T00:00:00Z`) + 86_400_000,
+  debug,
+  filters,
+  kind,
+});
+const qs = (filters: [string, string[]][], extra: Record<string, string> = {}) => {
+  const p = new URLSearchParams({ from: FROM, to: TO, ...extra });
+  for (const [d, vs] of filters) for (const v of vs) p.append("filter", `${d}:${v}`);
+  return p.toString();
+};
+const get = async <T>(path: string) => {
+  const r = await s.api(path, { headers: owner });
+  if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+  return (await r.json()) as T;
+};
+
+const FILTER_SETS: [string, string[]][][] = [
+  [],
+  [["country", ["GB"]]],
+  [["country", ["GB", "US"]], ["browser", ["Chrome"]]],
+  [["pathname", ["/pricing"]]],
+  [["name", ["signup", "purchase"]]],
+  [["prop:plan", ["pro"]]],
+  [["entry", ["/"]]],
+  [["country", ["XX-nothing"]]],
+];
+
+describe("stats against the reference", () => {
+  test("overview: unfiltered from rollups and filtered from events, with compare", async () => {
+    for (const filters of FILTER_SETS) {
+      for (const debug of [false, true]) {
+        const o = await get<{ current: { series: unknown; totals: unknown }; previous: unknown; source: string }>(`/apps/${web.appId}/overview?${qs(filters, { debug: String(debug), compare: "previous" })}`);
+        const want = refOverviewPeriod(webEvents, q("web", filters, debug));
+        expect({ filters, debug, series: o.current.series, totals: o.current.totals }).toEqual({ filters, debug, series: want.series, totals: want.totals });
+        expect(o.source).toBe(filters.length ? "events" : "daily_totals");
+        expect(o.previous).not.toBeNull();
+      }
+    }
+    const a = await get<{ current: { totals: { bounce_rate: number; events: number } } }>(`/apps/${app.appId}/overview?${qs([])}`);
+    expect(a.current.totals).toEqual(refOverviewPeriod(appEvents, q("app")).totals);
+    expect(a.current.totals.bounce_rate).toBe(0);
+  });
+
+  test("breakdown by context, event and session dimensions and properties, each metric", async () => {
+    for (const dim of ["country", "browser", "name", "pathname", "referrer_source", "entry", "exit", "prop:plan", "prop:value"]) {
+      for (const metric of ["events", "sessions", "users"] as const) {
+        for (const filters of [FILTER_SETS[0]!, FILTER_SETS[1]!, FILTER_SETS[5]!]) {
+          const b = await get<{ rows: unknown }>(`/apps/${web.appId}/breakdown?${qs(filters, { dimension: dim, metric, limit: "1000" })}`);
+          expect({ dim, metric, filters, rows: b.rows }).toEqual({ dim, metric, filters, rows: refBreakdown(webEvents, q("web", filters), dim, metric, 1000) });
+        }
+      }
+    }
+    const top = await get<{ rows: unknown[] }>(`/apps/${web.appId}/breakdown?${qs([], { dimension: "pathname" })}`);
+    expect(top.rows.length).toBe(Math.min(10, refBreakdown(webEvents, q("web"), "pathname", "events", 1000).length));
+  });
+
+  test("events list with series, and event detail", async () => {
+    for (const filters of FILTER_SETS.slice(0, 4)) {
+      const e = await get<{ events: unknown }>(`/apps/${app.appId}/events?${qs(filters)}`);
+      expect({ filters, events: e.events }).toEqual({ filters, events: refEvents(appEvents, q("app", filters), 50) });
+    }
+    const d = await get<{ series: { events: number; sessions: number; users: number }[]; number_properties: { key: string; count: number; sum: number }[]; string_properties: { key: string; values: { value: string; count: number }[] }[]; property_by: { value: string; count: number }[] }>(
+      `/apps/${app.appId}/events/purchase?${qs([], { property: "value", by: "country" })}`,
+    );
+    const evs = refMatch(appEvents, q("app")).filter((e) => e.name === "purchase");
+    expect(d.series.reduce((a, p) => a + p.events, 0)).toBe(evs.length);
+    const vals = evs.filter((e) => e.np.value !== undefined).map((e) => e.np.value!);
+    expect(d.number_properties).toEqual([expect.objectContaining({ key: "value", count: vals.length })]);
+    expect(d.number_properties[0]!.sum).toBeCloseTo(vals.reduce((a, b) => a + b, 0), 6);
+    expect(d.property_by.reduce((a, g) => a + g.count, 0)).toBe(vals.length);
+    const all = await get<{ string_properties: { key: string; values: { value: string; count: number }[] }[] }>(`/apps/${app.appId}/events/purchase?${qs([])}`);
+    const plans = new Map<string, number>();
+    for (const e of evs) if (e.sp.plan) plans.set(e.sp.plan, (plans.get(e.sp.plan) ?? 0) + 1);
+    expect(all.string_properties.find((p) => p.key === "plan")?.values).toEqual([...plans].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)));
+  });
+
+  test("funnel, with and without breakdown", async () => {
+    for (const [steps, w] of [
+      [["pageview", "signup"], 86400],
+      [["pageview", "signup", "purchase"], 3600],
+      [["pageview", "pageview", "purchase"], 600],
+    ] as [string[], number][]) {
+      const f = await s.api(`/apps/${web.appId}/funnel?${qs([])}`, { method: "POST", json: { steps, window_seconds: w }, headers: owner });
+      const body = (await f.json()) as { groups: { group: string; steps: { sessions: number; conversion: number }[] }[] };
+      expect({ steps, sessions: body.groups[0]!.steps.map((x) => x.sessions) }).toEqual({ steps, sessions: refFunnel(webEvents, q("web"), steps, w) });
+      const g = await s.api(`/apps/${web.appId}/funnel?${qs([])}`, { method: "POST", json: { steps, window_seconds: w, breakdown: "country" }, headers: owner });
+      const gb = (await g.json()) as { groups: { group: string; steps: { sessions: number }[] }[]; more_groups: boolean };
+      expect(gb.groups.reduce((a, x) => a + x.steps[0]!.sessions, 0)).toBe(body.groups[0]!.steps[0]!.sessions);
+      expect(gb.more_groups).toBe(false);
+    }
+  });
+
+  test("paths and heatmap", async () => {
+    for (const after of ["pageview", "signup"]) {
+      const p = await s.api(`/apps/${web.appId}/paths?${qs([])}`, { method: "POST", json: { after }, headers: owner });
+      expect(((await p.json()) as { next: unknown }).next).toEqual(refPaths(webEvents, q("web"), after));
+    }
+    for (const filters of [FILTER_SETS[0]!, FILTER_SETS[2]!]) {
+      const h = await get<{ cells: unknown }>(`/apps/${web.appId}/heatmap?${qs(filters)}`);
+      expect(h.cells).toEqual(refHeatmap(webEvents, q("web", filters)));
+    }
+  });
+
+  test("sessions and a session's timeline", async () => {
+    const r = await get<{ sessions: { id: string; events: number; started: string }[]; summary: { sessions: number } }>(`/apps/${web.appId}/sessions?${qs([], { limit: "500" })}`);
+    const ref = refOverviewPeriod(webEvents, q("web"));
+    expect(r.summary.sessions).toBe(ref.totals.sessions);
+    expect(r.sessions.length).toBe(Math.min(500, ref.totals.sessions));
+    expect([...r.sessions].sort((a, b) => b.started.localeCompare(a.started))).toEqual(r.sessions);
+    const one = r.sessions[3]!;
+    const tl = await get<{ name: string; ts: string }[]>(`/apps/${web.appId}/sessions/${one.id}`);
+    expect(tl.length).toBe(one.events);
+    expect(tl[0]!.ts).toBe(one.started);
+    const bad = await s.api(`/apps/${web.appId}/sessions?${qs([["pathname", ["/"]]])}`, { headers: owner });
+    expect(bad.status).toBe(400);
+  });
+
+  test("empty windows, unknown parameters and dimensions, other apps' data", async () => {
+    const empty = await get<{ current: { totals: { events: number }; series: unknown[] } }>(`/apps/${web.appId}/overview?from=2025-01-01&to=2025-01-03`);
+    expect(empty.current.totals.events).toBe(0);
+    expect(empty.current.series.length).toBe(3);
+    expect((await s.api(`/apps/${web.appId}/overview?bogus=1`, { headers: owner })).status).toBe(400);
+    const unk = await s.api(`/apps/${web.appId}/breakdown?dimension=shoe_size`, { headers: owner });
+    expect(unk.status).toBe(400);
+    expect((await s.api(`/apps/${web.appId}/overview?filter=shoe:1`, { headers: owner })).status).toBe(400);
+    expect((await s.api(`/apps/${web.appId}/overview?from=2026-11-10&to=2026-11-01`, { headers: owner })).status).toBe(400);
+    expect((await s.api(`/apps/${web.appId}/overview?from=2024-01-01&to=2026-01-01`, { headers: owner })).status).toBe(400);
+    const live = await get<{ events: number; minutes: number }>(`/apps/${web.appId}/live`);
+    expect(live.minutes).toBe(5);
+  });
+});
