@@ -21,6 +21,8 @@ export interface Config {
   hardLimitPercent: number;
   memoryMb: number;
   flushEvents: number;
+  queryBudgetMs: number;
+  queryQueue: number;
 }
 
 /** A bad value: the message is one line naming the variable and what it accepts. */
@@ -252,6 +254,28 @@ export const OPTIONS = [
     fallback: () => 1_000_000,
     parse: int(1, 100_000_000),
   } satisfies Option<"flushEvents">,
+  {
+    key: "queryBudgetMs",
+    env: "SEXTANT_QUERY_BUDGET_MS",
+    flag: "--query-budget-ms",
+    unit: "ms",
+    defaultText: "9000",
+    description: "A stats query running longer answers 422 (narrow the dates or filters).",
+    accepts: "an integer from 1 to 600000",
+    fallback: () => 9000,
+    parse: int(1, 600_000),
+  } satisfies Option<"queryBudgetMs">,
+  {
+    key: "queryQueue",
+    env: "SEXTANT_QUERY_QUEUE",
+    flag: "--query-queue",
+    unit: "queries",
+    defaultText: "8",
+    description: "Stats queries waiting their turn beyond this answer 503 with Retry-After.",
+    accepts: "an integer from 1 to 1000",
+    fallback: () => 8,
+    parse: int(1, 1000),
+  } satisfies Option<"queryQueue">,
 ] as const;
 
 type AnyOption = Option<keyof Config>;

@@ -176,3 +176,47 @@ describe("stats against the reference", () => {
     expect(live.minutes).toBe(5);
   });
 });
+
+describe("cache, budget and load", () => {
+  test("answers are cached 30 seconds; live never", async () => {
+    const path = `/apps/${web.appId}/overview?${qs([["country", ["GB"]]])}`;
+    const a = await get<{ current: { totals: { events: number } } }>(path);
+    const gb = { ...webEvents[0]!, dims: { ...webEvents[0]!.dims, country: "GB" }, ts: Date.UTC(2026, 10, 12), debug: false };
+    s.server.services.store.append([gb]);
+    const b = await get<{ current: { totals: { events: number } } }>(path);
+    expect(b.current.totals.events).toBe(a.current.totals.events);
+    clock.advance(31_000);
+    const c = await get<{ current: { totals: { events: number } } }>(path);
+    expect(c.current.totals.events).toBe(a.current.totals.events + 1);
+    webEvents.push(gb);
+  });
+
+  test("a query over its budget answers 422; too many waiting, 503", async () => {
+    const t = await startTestServer({ queryBudgetMs: 1, queryQueue: 1 }, { clock });
+    try {
+      const o = await ownerHeaders(t);
+      const w = await newApp(t, o, "web", ["https://example.com"]);
+      t.server.services.store.append(randomEvents(w.appId, 40_000, { seed: 5, start: START, spanMs: 5 * 86_400_000, web: true }));
+      const heavy = await t.api(`/apps/${w.appId}/breakdown?${qs([], { dimension: "entry", metric: "users" })}`, { headers: o });
+      expect(heavy.status).toBe(422);
+      expect(((await heavy.json()) as { error: { code: string } }).error.code).toBe("query_too_heavy");
+    } finally {
+      await t.stop();
+    }
+    const u = await startTestServer({ queryQueue: 1 }, { clock });
+    try {
+      const o = await ownerHeaders(u);
+      const w = await newApp(u, o, "web", ["https://example.com"]);
+      u.server.services.store.append(randomEvents(w.appId, 40_000, { seed: 6, start: START, spanMs: 5 * 86_400_000, web: true }));
+      const many = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => u.api(`/apps/${w.appId}/breakdown?${qs([], { dimension: "entry", metric: "users", limit: String(100 + i) })}`, { headers: o })),
+      );
+      const busy = many.filter((r) => r.status === 503);
+      expect(busy.length).toBeGreaterThan(0);
+      expect(busy[0]!.headers.get("retry-after")).toBe("1");
+      expect(many.filter((r) => r.status === 200).length).toBeGreaterThan(0);
+    } finally {
+      await u.stop();
+    }
+  });
+});

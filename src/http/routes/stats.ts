@@ -68,7 +68,7 @@ export const Usage = t.Object(
 const SESSION_FILTERS = ["platform", "country", "os_name", "app_version"] as const;
 
 export function statsRoutes(svc: Services, auth: AuthPlugin) {
-  const runner = new QueryRunner({ store: svc.store, now: svc.now, budgetMs: 9000, maxWaiting: 8 });
+  const runner = new QueryRunner({ store: svc.store, now: svc.now, budgetMs: svc.config.queryBudgetMs, maxWaiting: svc.config.queryQueue });
   /** Loads the app for the caller, the window and filters, then runs `fn` through the runner. */
   const stats = async <T>(
     actor: Actor,
