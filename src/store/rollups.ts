@@ -93,6 +93,8 @@ export interface DayTotals {
 class AppRollup {
   /** "day|debug" -> closed aggregates */
   days = new Map<string, DayAgg>();
+  /** Open sessions summed per "day|debug", built on demand and dropped on any change. */
+  openByDay: Map<string, { sessions: number; bounces: number; durations: Map<number, number> }> | null = null;
   open = new Map<number, OpenSession>();
   /** Sessions folded, kept as ids so a late event for one is recognised (pruned with age). */
   folded = new Map<number, number>();
@@ -120,6 +122,7 @@ export class Rollups {
   /** One event, as it is appended to the store. */
   add(app: number, ts: number, session: number, visitor: number, debug: boolean, pageview: boolean): void {
     const a = this.app(app);
+    a.openByDay = null;
     const day = dayOf(ts);
     const g = this.agg(a, day, debug);
     g.events++;
@@ -148,6 +151,7 @@ export class Rollups {
   fold(now: number): number {
     let n = 0;
     for (const a of this.apps.values()) {
+      a.openByDay = null;
       for (const [id, s] of a.open) {
         if (now - s.last < SESSION_HOLD_MS) continue;
         const d = dayOf(s.first);
@@ -175,6 +179,7 @@ export class Rollups {
    */
   recompute(app: number, days: number[], chunks: Chunk[], now: number): void {
     const a = this.app(app);
+    a.openByDay = null;
     const wanted = new Set(days);
     const fresh = new Map<string, DayAgg>();
     const sessions = new Map<number, OpenSession>();
@@ -228,12 +233,11 @@ export class Rollups {
     const durations = new Map(g?.durations ?? []);
     let sessions = g?.sessions ?? 0;
     let bounces = g?.bounces ?? 0;
-    for (const s of a?.open.values() ?? []) {
-      if (s.debug !== debug || dayOf(s.first) !== day) continue;
-      sessions++;
-      if (s.events <= 1 && s.pageviews <= 1) bounces++;
-      const k = durationKey(s.last - s.first);
-      durations.set(k, (durations.get(k) ?? 0) + 1);
+    const open = a ? this.openSummary(a).get(key(day, debug)) : undefined;
+    if (open) {
+      sessions += open.sessions;
+      bounces += open.bounces;
+      for (const [k, v] of open.durations) durations.set(k, (durations.get(k) ?? 0) + v);
     }
     return {
       day: dayText(day),
@@ -245,6 +249,23 @@ export class Rollups {
       durations,
       visitors: g?.users ?? new DistinctCounter(),
     };
+  }
+
+  /** One pass over the open sessions, kept until the next change. */
+  private openSummary(a: AppRollup) {
+    if (a.openByDay) return a.openByDay;
+    const m = new Map<string, { sessions: number; bounces: number; durations: Map<number, number> }>();
+    for (const s of a.open.values()) {
+      const k = key(dayOf(s.first), s.debug);
+      let e = m.get(k);
+      if (!e) m.set(k, (e = { sessions: 0, bounces: 0, durations: new Map() }));
+      e.sessions++;
+      if (s.events <= 1 && s.pageviews <= 1) e.bounces++;
+      const d = durationKey(s.last - s.first);
+      e.durations.set(d, (e.durations.get(d) ?? 0) + 1);
+    }
+    a.openByDay = m;
+    return m;
   }
 
   dropApp(app: number) {

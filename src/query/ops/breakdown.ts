@@ -3,7 +3,7 @@
 // entry/exit: a session's first/last page (web) or screen (apps); rows count its events.
 
 import type { QueryContext } from "../context.ts";
-import { dayKey, scanOptions } from "../context.ts";
+import { scanOptions } from "../context.ts";
 import { codeReader, propValues, scan } from "../scan.ts";
 import { collectSessions, place } from "../sessions.ts";
 import { PROP_PREFIX } from "../../store/dimensions.ts";
@@ -13,13 +13,17 @@ export type Metric = "events" | "sessions" | "users";
 
 export function breakdown(q: QueryContext, dimension: string, metric: Metric, limit: number) {
   const { startMs, endMs } = q.window;
-  const counts = new Map<string, { events: number; sessions: Set<number>; users: Set<string> }>();
+  // users: a set of visitors per day of the window (numbers, not strings: this runs per row).
+  const counts = new Map<string, { events: number; sessions: Set<number>; users: Set<number>[] }>();
   const bump = (value: string, session: number, visitor: number, ts: number) => {
     let e = counts.get(value);
-    if (!e) counts.set(value, (e = { events: 0, sessions: new Set(), users: new Set() }));
+    if (!e) counts.set(value, (e = { events: 0, sessions: new Set(), users: [] }));
     e.events++;
     if (metric === "sessions") e.sessions.add(session);
-    if (metric === "users") e.users.add(`${dayKey(ts)}|${visitor}`);
+    if (metric === "users") {
+      const d = Math.floor((ts - startMs) / 86_400_000);
+      (e.users[d] ??= new Set()).add(visitor);
+    }
   };
   const opts = scanOptions(q, startMs, endMs);
   if (dimension === "entry" || dimension === "exit") {
@@ -50,7 +54,7 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
           if (!per[k]) continue;
           const v = r.values[k]!;
           let e = counts.get(v);
-          if (!e) counts.set(v, (e = { events: 0, sessions: new Set(), users: new Set() }));
+          if (!e) counts.set(v, (e = { events: 0, sessions: new Set(), users: [] }));
           e.events += per[k]!;
         }
       } else {
@@ -58,7 +62,8 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
       }
     }
   }
-  const rows = [...counts].map(([value, e]) => ({ value, count: metric === "events" ? e.events : metric === "sessions" ? e.sessions.size : e.users.size }));
+  const usersOf = (e: { users: Set<number>[] }) => e.users.reduce((a, set) => a + (set ? set.size : 0), 0);
+  const rows = [...counts].map(([value, e]) => ({ value, count: metric === "events" ? e.events : metric === "sessions" ? e.sessions.size : usersOf(e) }));
   rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
   return { dimension, metric, rows: rows.filter((r) => r.count > 0).slice(0, limit) };
 }

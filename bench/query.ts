@@ -1,0 +1,164 @@
+// Stats queries against DuckDB, side by side in one run over the same Parquet files:
+// each endpoint's operator (in-process, caches warm, no HTTP) and DuckDB (@duckdb/node-api,
+// 2 threads) running the equivalent SQL. Also the accuracy of daily unique visitors from
+// the rollups' HyperLogLog against exact counts, next to DuckDB's approx_count_distinct.
+// Run: bun bench/query.ts [events=10000000] [days=30]   (writes the "query" section of bench/RESULTS.md)
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { loadConfig } from "../src/config.ts";
+import { startServer } from "../src/server.ts";
+import { ensureUser } from "../src/domain/users.ts";
+import { createOrg } from "../src/domain/orgs.ts";
+import { createApp } from "../src/domain/apps.ts";
+import { runGenerate } from "../src/generate-run.ts";
+import { openStorage } from "../src/storage.ts";
+import { createLogger } from "../src/log.ts";
+import { BUILTIN_PLANS } from "../src/domain/plans.ts";
+import { QueryRunner } from "../src/query/runner.ts";
+import { resolveWindow } from "../src/query/window.ts";
+import { period } from "../src/query/ops/overview.ts";
+import { breakdown } from "../src/query/ops/breakdown.ts";
+import { eventsList } from "../src/query/ops/events.ts";
+import { eventDetail } from "../src/query/ops/event-detail.ts";
+import { funnel } from "../src/query/ops/funnel.ts";
+import { paths } from "../src/query/ops/paths.ts";
+import { heatmap } from "../src/query/ops/heatmap.ts";
+import { sessionsList } from "../src/query/ops/sessions.ts";
+import { dayNumber } from "../src/store/rollups.ts";
+import type { Filter } from "../src/query/scan.ts";
+import { fmt, machine, writeSection } from "./lib.ts";
+
+const EVENTS = Number(process.argv[2] ?? 10_000_000);
+const DAYS = Number(process.argv[3] ?? 30);
+const dir = mkdtempSync(join(tmpdir(), "sextant-bench-query-"));
+const base = { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" as const, memoryMb: 16384 };
+
+const setup = await startServer(loadConfig([], {}, base));
+const db0 = setup.services.db;
+const u = ensureUser(db0, "bench@example.com", Date.now());
+const { id: orgId } = createOrg(db0, u.id, "Bench", Date.now());
+const appId = createApp(db0, { kind: "user", userId: u.id, sessionId: "" }, { org_id: orgId, kind: "web", name: "Site", origins: ["https://example.com"] }, Date.now()).app.id;
+await setup.stop();
+const end = Date.now();
+await runGenerate(loadConfig([], {}, { ...base, flushEvents: 2_000_000 }), { app: appId, events: EVENTS, days: DAYS, seed: 11, now: end });
+const storage = openStorage(loadConfig([], {}, base), createLogger("silent"), Date.now, BUILTIN_PLANS);
+await storage.store.compactBefore(new Date(end + 86_400_000).toISOString().slice(0, 10));
+const store = storage.store;
+const runner = new QueryRunner({ store, now: () => end, budgetMs: 600_000, maxWaiting: 100 });
+const window = resolveWindow(new Date(end - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10), new Date(end).toISOString().slice(0, 10), end);
+const budget = { check() {} };
+const ctx = (filters: Filter[] = []) => runner.context(appId, "web", window, false, filters, budget);
+// Warm: decode every partition once (both sides then read from memory / OS cache), and run
+// the rollup job once, as the server does every minute.
+store.chunks(appId, -Infinity, Infinity);
+store.rollups.fold(end);
+
+const files = `${join(dir, "events", `app=${appId}`)}/*/*.parquet`;
+const duck = await DuckDBInstance.create(":memory:", { threads: "2" });
+const con = await duck.connect();
+await con.run(`create view e as select * from read_parquet('${files}') where not debug and ts >= epoch_ms(${window.startMs}) and ts < epoch_ms(${window.endMs})`);
+await con.run(`select count(*) from e`); // warm the file cache
+
+async function time(fn: () => unknown | Promise<unknown>, runs = 5): Promise<number> {
+  const xs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await fn();
+    xs.push(performance.now() - t);
+  }
+  return xs.sort((a, b) => a - b)[Math.floor(runs / 2)]!;
+}
+const sql = (q: string) => () => con.runAndReadAll(q);
+
+const US: Filter[] = [{ dim: "country", values: ["US"] }];
+const cases: [string, () => unknown, string, number][] = [
+  ["overview, unfiltered (rollups)", () => period(ctx()), `select date_trunc('day', ts) d, count(*), count(distinct session), count(distinct visitor) from e group by 1`, 0.5],
+  [
+    "overview, filtered (country=US)",
+    () => period(ctx(US)),
+    `with s as (select session, min(ts) f, max(ts) l, count(*) n, count(*) filter (where name='pageview') pv from e where country='US' group by 1)
+     select (select count(*) from e where country='US'), (select count(*) from s), (select median(epoch(l)-epoch(f)) from s), (select count(*) filter (where n<=1) from s),
+            (select sum(c) from (select count(distinct visitor) c from e where country='US' group by date_trunc('day', ts)))`,
+    0.5,
+  ],
+  ["breakdown country, events", () => breakdown(ctx(), "country", "events", 10), `select country, count(*) c from e group by 1 order by 2 desc limit 10`, 0.5],
+  ["breakdown pathname, users", () => breakdown(ctx(), "pathname", "users", 10), `select pathname, count(distinct (date_trunc('day', ts), visitor)) c from e group by 1 order by 2 desc limit 10`, 0.5],
+  ["events list", () => eventsList(ctx(), 50), `select name, date_trunc('day', ts) d, count(*), count(distinct visitor) from e group by 1, 2`, 0.5],
+  [
+    "event detail (signup)",
+    () => eventDetail(ctx(), "signup", undefined, undefined),
+    `select date_trunc('day', ts), count(*), count(distinct session), count(distinct visitor), count("sp.plan") from e where name='signup' group by 1`,
+    0.5,
+  ],
+  [
+    "heatmap",
+    () => heatmap(ctx()),
+    `select isodow(h) wd, hour(h) hr, count(*) from (select distinct session, date_trunc('hour', ts) h from e) group by 1, 2`,
+    0.5,
+  ],
+  [
+    "sessions (summary + 50 latest)",
+    () => sessionsList(ctx(), 50),
+    `with s as (select session, min(ts) f, max(ts) l, count(*) n from e group by 1) select count(*), median(epoch(l)-epoch(f)), (select list(session order by f desc) from (select * from s order by f desc limit 50)) from s`,
+    0.5,
+  ],
+  [
+    "funnel / -> /pricing -> signup, 1 day",
+    () => funnel(ctx(), ["pageview", "pageview", "signup"], 86400, null),
+    `with x as (select session, ts, name from e where name in ('pageview','signup')),
+          a as (select session, min(ts) t1 from x where name='pageview' group by 1),
+          b as (select a.session, min(x.ts) t2, any_value(a.t1) t1 from a join x on x.session=a.session and x.name='pageview' and x.ts>a.t1 and x.ts<=a.t1 + interval 1 day group by 1),
+          c as (select b.session from b join x on x.session=b.session and x.name='signup' and x.ts>b.t2 and x.ts<=b.t1 + interval 1 day group by 1)
+     select (select count(*) from a), (select count(*) from b), (select count(*) from c)`,
+    0.25,
+  ],
+  [
+    "paths after pageview",
+    () => paths(ctx(), "pageview"),
+    `select nx, count(*) c from (select name, lead(case when name='pageview' then 'pageview '||pathname else name end) over (partition by session order by ts) nx from e) where name='pageview' and nx is not null group by 1 order by 2 desc limit 20`,
+    0.25,
+  ],
+];
+
+const rows: string[] = [];
+for (const [label, ours, q, target] of cases) {
+  const a = await time(ours);
+  const b = await time(sql(q));
+  rows.push(`| ${label} | ${fmt(a, 1)} | ${fmt(b, 1)} | ${fmt(a / b, 2)}x | ≤ ${target}x | ${a / b <= target ? "met" : "not met"} |`);
+  console.log(rows.at(-1));
+}
+
+// Daily unique visitors: rollups (exact to 2,048, then HyperLogLog) vs exact vs DuckDB approx.
+const exact = (await con.runAndReadAll(`select strftime(date_trunc('day', ts), '%Y-%m-%d') d, count(distinct visitor)::int x, approx_count_distinct(visitor)::int a from e group by 1 order by 1`)).getRowObjects();
+let oursErr = 0;
+let duckErr = 0;
+let n = 0;
+for (const r of exact) {
+  const t = store.rollups.totals(appId, dayNumber(String(r.d)), false);
+  const x = Number(r.x);
+  if (x < 1000) continue;
+  oursErr += Math.abs(t.users - x) / x;
+  duckErr += Math.abs(Number(r.a) - x) / x;
+  n++;
+}
+await storage.close({ abort: true });
+rmSync(dir, { recursive: true, force: true });
+
+const body = `## Queries (bench/query.ts)
+
+- Machine: ${machine()}
+- Date: ${new Date().toISOString().slice(0, 10)}
+- Command: \`bun bench/query.ts ${EVENTS} ${DAYS}\` — one site, ${fmt(EVENTS)} generated events over ${DAYS} days (compacted into daily Parquet files). Each endpoint's operator runs in-process on warm decoded columns (no HTTP, no answer cache); DuckDB (@duckdb/node-api, 2 threads) runs the equivalent SQL over the same Parquet files, file cache warm. Median of 5 runs each, in the same process, one after the other.
+
+| Endpoint | Sextant ms | DuckDB ms | Ratio | Target | |
+|---|---|---|---|---|---|
+${rows.join("\n")}
+
+Daily unique visitors (days with ≥ 1,000 visitors, ${n} days): rollups (HyperLogLog p=14 past 2,048) mean error ${fmt((oursErr / Math.max(1, n)) * 100, 2)}% against exact counts; DuckDB's approx_count_distinct ${fmt((duckErr / Math.max(1, n)) * 100, 2)}%.
+
+Not measured yet: the 100-million-event data set (generating it takes longer than a session here allows at the generator's ~120,000 events/s).`;
+writeSection("query", body);
+console.log(body);
