@@ -82,6 +82,37 @@ export function scan(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, 
   }
 }
 
+/**
+ * Events per context of one chunk over the rows that pass (for counts by a dimension held
+ * per context: one tight loop, no callback per row). Null when no row can pass.
+ */
+export function countByContext(c: Chunk, o: ScanOptions): Float64Array | null {
+  if (c.n === 0 || c.maxTs < o.startMs || c.minTs >= o.endMs) return null;
+  const plan = compile(c, o);
+  if (!plan) return null;
+  const { ctxOk, nameOk, pathOk, rowOk } = plan;
+  const counts = new Float64Array(c.nctx);
+  const ts = c.ts;
+  const ctx = c.ctx;
+  const name = c.name;
+  const path = c.pathname;
+  const whole = c.minTs >= o.startMs && c.maxTs < o.endMs;
+  if (whole && !nameOk && !pathOk && !rowOk) {
+    for (let i = 0; i < c.n; i++) counts[ctx[i]!]!++;
+  } else {
+    for (let i = 0; i < c.n; i++) {
+      const t = ts[i]!;
+      if (t < o.startMs || t >= o.endMs) continue;
+      if (nameOk && !nameOk[name[i]!]) continue;
+      if (pathOk && !pathOk[path[i]!]) continue;
+      if (rowOk && !rowOk[i]) continue;
+      counts[ctx[i]!]!++;
+    }
+  }
+  for (let x = 0; x < c.nctx; x++) if (!ctxOk[x]) counts[x] = 0;
+  return counts;
+}
+
 interface Compiled {
   ctxOk: Uint8Array;
   nameOk: Uint8Array | null;

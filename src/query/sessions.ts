@@ -39,19 +39,30 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
         return;
       }
       s.events++;
+      // Positions are updated in place: a new pair per row would be garbage per row.
       if (t < s.first) {
         s.first = t;
-        s.firstAt = [c, i];
+        s.firstAt[0] = c;
+        s.firstAt[1] = i;
         s.visitor = c.visitor[x]!;
       }
       if (t >= s.last) {
         s.last = t;
-        s.lastAt = [c, i];
+        s.lastAt[0] = c;
+        s.lastAt[1] = i;
       }
       if (isPv) {
         s.pageviews++;
-        if (!s.firstPv || t < s.firstPv[0].ts[s.firstPv[1]]!) s.firstPv = [c, i];
-        if (!s.lastPv || t >= s.lastPv[0].ts[s.lastPv[1]]!) s.lastPv = [c, i];
+        if (!s.firstPv) s.firstPv = [c, i];
+        else if (t < s.firstPv[0].ts[s.firstPv[1]]!) {
+          s.firstPv[0] = c;
+          s.firstPv[1] = i;
+        }
+        if (!s.lastPv) s.lastPv = [c, i];
+        else if (t >= s.lastPv[0].ts[s.lastPv[1]]!) {
+          s.lastPv[0] = c;
+          s.lastPv[1] = i;
+        }
       }
     },
     budget,

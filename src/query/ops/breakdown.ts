@@ -4,7 +4,8 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { codeReader, propValues, scan } from "../scan.ts";
+import { codeReader, countByContext, propValues, scan } from "../scan.ts";
+import { CTX_DIMS, type CtxDim } from "../../store/chunk.ts";
 import { collectSessions, place } from "../sessions.ts";
 import { PROP_PREFIX } from "../../store/dimensions.ts";
 import type { Chunk } from "../../store/chunk.ts";
@@ -44,7 +45,22 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
     // Count by code per chunk, then turn codes into values once.
     for (const c of q.chunks(startMs, endMs)) {
       const r = codeReader(c, dimension)!;
-      if (metric === "events") {
+      if (metric === "events" && (CTX_DIMS as readonly string[]).includes(dimension)) {
+        // A dimension held per context: events per context, then per code.
+        const perCtx = countByContext(c, opts);
+        q.budget.check(c.n);
+        if (!perCtx) continue;
+        const codes = c.dims[dimension as CtxDim];
+        const per = new Float64Array(r.values.length);
+        for (let x = 0; x < c.nctx; x++) if (perCtx[x]) per[codes[x]!] = per[codes[x]!]! + perCtx[x]!;
+        for (let k = 0; k < per.length; k++) {
+          if (!per[k]) continue;
+          const v = r.values[k]!;
+          let e = counts.get(v);
+          if (!e) counts.set(v, (e = { events: 0, sessions: new Set(), users: [] }));
+          e.events += per[k]!;
+        }
+      } else if (metric === "events") {
         const per = new Float64Array(r.values.length);
         scan([c], opts, (_c, i, x) => {
           const k = r.code(i, x);
