@@ -57,7 +57,15 @@ const env = {
   APP_KEY: app.key,
   BATCH_FILE: batchFile,
   API_TOKEN: token.token,
-  QUERY_PATHS: [`/api/v1/apps/${app.app.id}/usage`, "/api/v1/apps", `/api/v1/apps/${site.app.id}/usage`, `/api/v1/apps/${app.app.id}`].join(","),
+  QUERY_PATHS: [
+    `/api/v1/apps/${site.app.id}/overview`,
+    `/api/v1/apps/${site.app.id}/breakdown?dimension=pathname`,
+    `/api/v1/apps/${site.app.id}/live`,
+    `/api/v1/apps/${app.app.id}/overview?filter=country:US`,
+    `/api/v1/apps/${app.app.id}/breakdown?dimension=country&metric=users`,
+    `/api/v1/apps/${app.app.id}/live`,
+    `/api/v1/apps/${app.app.id}/usage`,
+  ].join(","),
 };
 const web = join(ROOT, "bench", "wrk", "web.lua");
 const bat = join(ROOT, "bench", "wrk", "batch.lua");
@@ -149,7 +157,7 @@ const body = `## Ingest (bench/ingest.ts)
 - Machine: ${machine()}
 - Date: ${new Date().toISOString().slice(0, 10)}
 - Command: \`bun bench/ingest.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). The bare server and Sextant (\`sextant serve\`, JSON request log to a file, every accepted event fsynced by group commit before the answer) both run pinned to core 0; wrk runs pinned to core 1 with ${CONNS} connections, ${SECONDS} s per row. Rows alternate round by round and the table gives medians; the ratio column also lists each round's ratio against the bare run of the same round, since this shared machine's speed drifts by tens of percent between minutes.
-- The query load (rows "with query load") is a second wrk with 4 connections reading with an API token, each waiting 50 ms between requests as a busy dashboard would (median ${fmt(median(queryRates))} requests/s). The stats endpoints arrive with their issue; until then the load is usage, app and app-list reads.
+- The query load (rows "with query load") is a second wrk with 4 connections reading with an API token, each waiting 50 ms between requests as a busy dashboard would (median ${fmt(median(queryRates))} requests/s). The load cycles through overview (unfiltered and filtered), breakdowns, live and usage of both apps; answers are cached for 30 s except live, which is computed on every request.
 - Load: web events from a pool of 50,000 visitor addresses (one new address per request would make every event a new visit); batches likewise.
 - CPU µs/request: the server process's user+system CPU time over the row divided by the requests it answered (steadier than throughput on a noisy host).
 
@@ -157,6 +165,6 @@ const body = `## Ingest (bench/ingest.ts)
 |---|---|---|---|---|---|---|---|
 ${table}
 
-Targets (issue [3/7]): web events at least 0.6x the bare requests/s with p99 at most 3 ms at 64 connections; batches at least 4x the bare requests/s counted in events, p99 under 25 ms. Server RSS at the end of the run: ${fmt(rss)} MiB (every event of the run still in memory: the interim store keeps objects until the columnar store replaces it).`;
+Targets (issue [3/7]): web events at least 0.6x the bare requests/s with p99 at most 3 ms at 64 connections; batches at least 4x the bare requests/s counted in events, p99 under 25 ms. Server RSS at the end of the run: ${fmt(rss)} MiB (the events of the run are in the in-memory head as columns until the hourly flush).`;
 writeSection("ingest", body);
 console.log(body);

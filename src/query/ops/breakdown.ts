@@ -43,6 +43,15 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
     }, q.budget);
   } else {
     // Count by code per chunk, then turn codes into values once.
+    const addEvents = (per: Float64Array, values: readonly string[]) => {
+      for (let k = 0; k < per.length; k++) {
+        if (!per[k]) continue;
+        const v = values[k]!;
+        let e = counts.get(v);
+        if (!e) counts.set(v, (e = { events: 0, sessions: new Set(), users: [] }));
+        e.events += per[k]!;
+      }
+    };
     for (const c of q.chunks(startMs, endMs)) {
       const r = codeReader(c, dimension)!;
       if (metric === "events" && (CTX_DIMS as readonly string[]).includes(dimension)) {
@@ -53,26 +62,14 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
         const codes = c.dims[dimension as CtxDim];
         const per = new Float64Array(r.values.length);
         for (let x = 0; x < c.nctx; x++) if (perCtx[x]) per[codes[x]!] = per[codes[x]!]! + perCtx[x]!;
-        for (let k = 0; k < per.length; k++) {
-          if (!per[k]) continue;
-          const v = r.values[k]!;
-          let e = counts.get(v);
-          if (!e) counts.set(v, (e = { events: 0, sessions: new Set(), users: [] }));
-          e.events += per[k]!;
-        }
+        addEvents(per, r.values);
       } else if (metric === "events") {
         const per = new Float64Array(r.values.length);
         scan([c], opts, (_c, i, x) => {
           const k = r.code(i, x);
           per[k] = per[k]! + 1;
         }, q.budget);
-        for (let k = 0; k < per.length; k++) {
-          if (!per[k]) continue;
-          const v = r.values[k]!;
-          let e = counts.get(v);
-          if (!e) counts.set(v, (e = { events: 0, sessions: new Set(), users: [] }));
-          e.events += per[k]!;
-        }
+        addEvents(per, r.values);
       } else {
         scan([c], opts, (cc, i, x) => bump(r.values[r.code(i, x)]!, cc.session[x]!, cc.visitor[x]!, cc.ts[i]!), q.budget);
       }
