@@ -227,17 +227,24 @@ export class Rollups {
   }
 
   /** Totals of one day for one debug flag, open sessions included. */
-  totals(app: number, day: number, debug: boolean): DayTotals {
+  /**
+   * A day's totals. With `into`, the duration histogram is added to it and `durations` is
+   * left empty: a period of many days then merges into one dense histogram instead of
+   * copying a map per day.
+   */
+  totals(app: number, day: number, debug: boolean, into?: DurationHistogram): DayTotals {
     const a = this.apps.get(app);
     const g = a?.days.get(key(day, debug));
-    const durations = new Map(g?.durations ?? []);
+    const durations = new Map<number, number>();
+    const add = into ? (m: Map<number, number>) => into.addAll(m) : (m: Map<number, number>) => { for (const [k, v] of m) durations.set(k, (durations.get(k) ?? 0) + v); };
+    if (g) add(g.durations);
     let sessions = g?.sessions ?? 0;
     let bounces = g?.bounces ?? 0;
     const open = a ? this.openSummary(a).get(key(day, debug)) : undefined;
     if (open) {
       sessions += open.sessions;
       bounces += open.bounces;
-      for (const [k, v] of open.durations) durations.set(k, (durations.get(k) ?? 0) + v);
+      add(open.durations);
     }
     return {
       day: dayText(day),
@@ -330,6 +337,24 @@ export class Rollups {
       for (let i = 0; i < nOpen; i++, k += 6) a.open.set(f[k]!, { first: f[k + 1]!, last: f[k + 2]!, events: f[k + 3]!, pageviews: f[k + 4]!, debug: f[k + 5] === 1 });
       for (let i = 0; i < nFolded; i++, k += 2) a.folded.set(f[k]!, f[k + 1]!);
     }
+  }
+}
+
+/** Duration histogram keyed by durationKey: dense below an hour, sparse above. */
+export class DurationHistogram {
+  private exact = new Float64Array(3600);
+  private over = new Map<number, number>();
+  addAll(m: Map<number, number>) {
+    for (const [k, v] of m) {
+      if (k < 3600) this.exact[k]! += v;
+      else this.over.set(k, (this.over.get(k) ?? 0) + v);
+    }
+  }
+  /** Same answer as medianOf over the merged map. */
+  median(): number {
+    const m = new Map<number, number>(this.over);
+    for (let k = 0; k < 3600; k++) if (this.exact[k]) m.set(k, this.exact[k]!);
+    return medianOf(m);
   }
 }
 

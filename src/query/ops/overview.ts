@@ -5,7 +5,7 @@ import type { QueryContext } from "../context.ts";
 import { dayKey, scanOptions, windowDays } from "../context.ts";
 import { collectSessions, DAY_MS, durationSeconds, isBounce, median } from "../sessions.ts";
 import { scan } from "../scan.ts";
-import { dayNumber, medianOf } from "../../store/rollups.ts";
+import { dayNumber, DurationHistogram } from "../../store/rollups.ts";
 
 export interface DayPoint {
   day: string;
@@ -41,9 +41,9 @@ export function period(q: QueryContext): Period {
   let users = 0;
   let medianSeconds = 0;
   if (q.filters.length === 0) {
-    const hist = new Map<number, number>();
+    const hist = new DurationHistogram();
     for (const d of days) {
-      const t = q.rollups.totals(q.app, dayNumber(d), q.debug);
+      const t = q.rollups.totals(q.app, dayNumber(d), q.debug, hist);
       const p = series.get(d)!;
       p.events = t.events;
       p.sessions = t.sessions;
@@ -53,9 +53,8 @@ export function period(q: QueryContext): Period {
       sessions += t.sessions;
       bounces += t.bounces;
       users += t.users;
-      for (const [k, v] of t.durations) hist.set(k, (hist.get(k) ?? 0) + v);
     }
-    medianSeconds = medianOf(hist);
+    medianSeconds = hist.median();
   } else {
     const { startMs, endMs } = q.window;
     const visitors = new Map<string, Set<number>>();
