@@ -21,52 +21,101 @@ export interface SessionAgg {
   lastPv: [Chunk, number] | null;
 }
 
+/**
+ * Rows of a session share a context within a chunk, so the walk first folds each chunk's
+ * rows into per-context typed arrays (no map lookup per row) and then merges contexts into
+ * sessions. Ties on time resolve as a row-by-row walk in scan order would: the earliest
+ * scanned row is first, the latest scanned row is last.
+ */
 export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget): Map<number, SessionAgg> {
   const out = new Map<number, SessionAgg>();
-  const pvCode = new Map<Chunk, number>();
-  scan(
-    chunks,
-    o,
-    (c, i, x) => {
-      let pv = pvCode.get(c);
-      if (pv === undefined) pvCode.set(c, (pv = c.dicts.name.find("pageview")));
-      const isPv = c.name[i] === pv;
+  for (const c of chunks) {
+    const nctx = c.nctx;
+    if (nctx === 0) continue;
+    const cnt = new Uint32Array(nctx);
+    const pvs = new Uint32Array(nctx);
+    const fRow = new Int32Array(nctx);
+    const lRow = new Int32Array(nctx);
+    const fPv = new Int32Array(nctx).fill(-1);
+    const lPv = new Int32Array(nctx).fill(-1);
+    const pv = c.dicts.name.find("pageview");
+    const ts = c.ts;
+    const name = c.name;
+    let any = false;
+    scan(
+      [c],
+      o,
+      (_c, i, x) => {
+        any = true;
+        const t = ts[i]!;
+        if (cnt[x] === 0) fRow[x] = lRow[x] = i;
+        else {
+          if (t < ts[fRow[x]!]!) fRow[x] = i;
+          if (t >= ts[lRow[x]!]!) lRow[x] = i;
+        }
+        cnt[x]!++;
+        if (name[i] === pv) {
+          pvs[x]!++;
+          if (fPv[x]! < 0) fPv[x] = lPv[x] = i;
+          else {
+            if (t < ts[fPv[x]!]!) fPv[x] = i;
+            if (t >= ts[lPv[x]!]!) lPv[x] = i;
+          }
+        }
+      },
+      budget,
+    );
+    if (!any) continue;
+    // Within one chunk a lower row was scanned earlier; earlier chunks were scanned earlier.
+    const earlier = (t: number, i: number, at: [Chunk, number]) => {
+      const u = at[0].ts[at[1]]!;
+      return t < u || (t === u && at[0] === c && i < at[1]);
+    };
+    const later = (t: number, i: number, at: [Chunk, number]) => {
+      const u = at[0].ts[at[1]]!;
+      return t > u || (t === u && (at[0] !== c || i > at[1]));
+    };
+    for (let x = 0; x < nctx; x++) {
+      const n = cnt[x]!;
+      if (n === 0) continue;
       const id = c.session[x]!;
-      const t = c.ts[i]!;
+      const f = fRow[x]!;
+      const l = lRow[x]!;
+      const fp = fPv[x]!;
+      const lp = lPv[x]!;
       const s = out.get(id);
       if (!s) {
-        out.set(id, { id, first: t, last: t, events: 1, pageviews: isPv ? 1 : 0, visitor: c.visitor[x]!, firstAt: [c, i], lastAt: [c, i], firstPv: isPv ? [c, i] : null, lastPv: isPv ? [c, i] : null });
-        return;
+        out.set(id, {
+          id,
+          first: ts[f]!,
+          last: ts[l]!,
+          events: n,
+          pageviews: pvs[x]!,
+          visitor: c.visitor[x]!,
+          firstAt: [c, f],
+          lastAt: [c, l],
+          firstPv: fp >= 0 ? [c, fp] : null,
+          lastPv: lp >= 0 ? [c, lp] : null,
+        });
+        continue;
       }
-      s.events++;
-      // Positions are updated in place: a new pair per row would be garbage per row.
-      if (t < s.first) {
-        s.first = t;
-        s.firstAt[0] = c;
-        s.firstAt[1] = i;
+      s.events += n;
+      s.pageviews += pvs[x]!;
+      if (earlier(ts[f]!, f, s.firstAt)) {
+        s.first = ts[f]!;
+        s.firstAt = [c, f];
         s.visitor = c.visitor[x]!;
       }
-      if (t >= s.last) {
-        s.last = t;
-        s.lastAt[0] = c;
-        s.lastAt[1] = i;
+      if (later(ts[l]!, l, s.lastAt)) {
+        s.last = ts[l]!;
+        s.lastAt = [c, l];
       }
-      if (isPv) {
-        s.pageviews++;
-        if (!s.firstPv) s.firstPv = [c, i];
-        else if (t < s.firstPv[0].ts[s.firstPv[1]]!) {
-          s.firstPv[0] = c;
-          s.firstPv[1] = i;
-        }
-        if (!s.lastPv) s.lastPv = [c, i];
-        else if (t >= s.lastPv[0].ts[s.lastPv[1]]!) {
-          s.lastPv[0] = c;
-          s.lastPv[1] = i;
-        }
+      if (fp >= 0) {
+        if (!s.firstPv || earlier(ts[fp]!, fp, s.firstPv)) s.firstPv = [c, fp];
+        if (!s.lastPv || later(ts[lp]!, lp, s.lastPv)) s.lastPv = [c, lp];
       }
-    },
-    budget,
-  );
+    }
+  }
   return out;
 }
 
