@@ -27,7 +27,7 @@ export function scanOptions(q: QueryContext, startMs: number, endMs: number): Sc
     const others = q.filters.filter((f) => f.dim !== "entry" && f.dim !== "exit");
     const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), { startMs: startMs - DAY_MS, endMs: endMs + DAY_MS, debug: q.debug, filters: others }, q.budget);
     sessions = new Set();
-    for (const s of all.values()) {
+    for (const s of all) {
       if (sessionFilters.every((f) => f.values.includes(placeOf(s, f.dim as "entry" | "exit")))) sessions.add(s.id);
     }
   }

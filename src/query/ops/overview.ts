@@ -75,7 +75,7 @@ export function period(q: QueryContext): Period {
     // Sessions count on the day of their first matching event: look a day either side.
     const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), scanOptions(q, startMs - DAY_MS, endMs + DAY_MS), q.budget);
     const durations: number[] = [];
-    for (const s of all.values()) {
+    for (const s of all) {
       if (s.first < startMs || s.first >= endMs) continue;
       series.get(dayKey(s.first))!.sessions++;
       sessions++;

@@ -31,7 +31,7 @@ export function sessionsList(q: QueryContext, limit: number) {
   const { startMs, endMs } = q.window;
   // Sessions that start in the window, with their events up to a day after it.
   const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), scanOptions(q, startMs - DAY_MS, endMs + DAY_MS), q.budget);
-  const inWindow = [...all.values()].filter((s) => s.first >= startMs && s.first < endMs);
+  const inWindow = all.filter((s) => s.first >= startMs && s.first < endMs);
   inWindow.sort((a, b) => b.first - a.first || b.id - a.id);
   const events = inWindow.reduce((a, s) => a + s.events, 0);
   const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
