@@ -14,11 +14,18 @@ export interface SessionAgg {
   events: number;
   pageviews: number;
   visitor: number;
-  /** Chunk and row of the first and last event, and of the first and last pageview. */
-  firstAt: [Chunk, number];
-  lastAt: [Chunk, number];
-  firstPv: [Chunk, number] | null;
-  lastPv: [Chunk, number] | null;
+  /**
+   * Chunk and row of the first and last event, and of the first and last pageview (chunk
+   * null: no pageview). Flat fields, not pairs: a walk creates one object per session.
+   */
+  fc: Chunk;
+  fi: number;
+  lc: Chunk;
+  li: number;
+  fpc: Chunk | null;
+  fpi: number;
+  lpc: Chunk | null;
+  lpi: number;
 }
 
 /**
@@ -68,13 +75,13 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
     );
     if (!any) continue;
     // Within one chunk a lower row was scanned earlier; earlier chunks were scanned earlier.
-    const earlier = (t: number, i: number, at: [Chunk, number]) => {
-      const u = at[0].ts[at[1]]!;
-      return t < u || (t === u && at[0] === c && i < at[1]);
+    const earlier = (t: number, i: number, ac: Chunk, ai: number) => {
+      const u = ac.ts[ai]!;
+      return t < u || (t === u && ac === c && i < ai);
     };
-    const later = (t: number, i: number, at: [Chunk, number]) => {
-      const u = at[0].ts[at[1]]!;
-      return t > u || (t === u && (at[0] !== c || i > at[1]));
+    const later = (t: number, i: number, ac: Chunk, ai: number) => {
+      const u = ac.ts[ai]!;
+      return t > u || (t === u && (ac !== c || i > ai));
     };
     for (let x = 0; x < nctx; x++) {
       const n = cnt[x]!;
@@ -95,27 +102,39 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
           events: n,
           pageviews: pvs[x]!,
           visitor: c.visitor[x]!,
-          firstAt: [c, f],
-          lastAt: [c, l],
-          firstPv: fp >= 0 ? [c, fp] : null,
-          lastPv: lp >= 0 ? [c, lp] : null,
+          fc: c,
+          fi: f,
+          lc: c,
+          li: l,
+          fpc: fp >= 0 ? c : null,
+          fpi: fp,
+          lpc: lp >= 0 ? c : null,
+          lpi: lp,
         });
         continue;
       }
       s.events += n;
       s.pageviews += pvs[x]!;
-      if (earlier(ts[f]!, f, s.firstAt)) {
+      if (earlier(ts[f]!, f, s.fc, s.fi)) {
         s.first = ts[f]!;
-        s.firstAt = [c, f];
+        s.fc = c;
+        s.fi = f;
         s.visitor = c.visitor[x]!;
       }
-      if (later(ts[l]!, l, s.lastAt)) {
+      if (later(ts[l]!, l, s.lc, s.li)) {
         s.last = ts[l]!;
-        s.lastAt = [c, l];
+        s.lc = c;
+        s.li = l;
       }
       if (fp >= 0) {
-        if (!s.firstPv || earlier(ts[fp]!, fp, s.firstPv)) s.firstPv = [c, fp];
-        if (!s.lastPv || later(ts[lp]!, lp, s.lastPv)) s.lastPv = [c, lp];
+        if (!s.fpc || earlier(ts[fp]!, fp, s.fpc, s.fpi)) {
+          s.fpc = c;
+          s.fpi = fp;
+        }
+        if (!s.lpc || later(ts[lp]!, lp, s.lpc, s.lpi)) {
+          s.lpc = c;
+          s.lpi = lp;
+        }
       }
     }
   }
@@ -162,9 +181,13 @@ class IdIndex {
 
 /** Entry or exit of a session: a page for web sessions, the `screen` property otherwise. */
 export function place(s: SessionAgg, which: "entry" | "exit"): string {
-  const pv = which === "entry" ? s.firstPv : s.lastPv;
-  if (pv) return pv[0].dicts.pathname.values[pv[0].pathname[pv[1]]!]!;
-  const [c, i] = which === "entry" ? s.firstAt : s.lastAt;
+  const pc = which === "entry" ? s.fpc : s.lpc;
+  if (pc) {
+    const pi = which === "entry" ? s.fpi : s.lpi;
+    return pc.dicts.pathname.values[pc.pathname[pi]!]!;
+  }
+  const c = which === "entry" ? s.fc : s.lc;
+  const i = which === "entry" ? s.fi : s.li;
   const sp = c.sp.get("screen");
   if (!sp) return "";
   // rows are ascending: binary search the row.

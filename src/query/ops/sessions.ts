@@ -23,7 +23,8 @@ export function parseSessionId(id: string): { start: number; hash: number } {
 }
 
 function dim(s: SessionAgg, name: (typeof CTX_DIMS)[number]): string {
-  const [c, i] = s.firstAt;
+  const c = s.fc;
+  const i = s.fi;
   return c.dicts[name].values[c.dims[name][c.ctx[i]!]!]!;
 }
 
