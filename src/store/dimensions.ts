@@ -1,31 +1,9 @@
 // The dimensions a stats query can filter, break down or group by. Shared by the
 // query layer and by domain validation (saved funnels), so it lives with the schema.
 
-export const DIMENSIONS = [
-  "name",
-  "country",
-  "platform",
-  "os_name",
-  "os_version",
-  "app_version",
-  "app_build",
-  "device_model",
-  "locale",
-  "sdk",
-  "browser",
-  "device_type",
-  "pathname",
-  "hostname",
-  "referrer",
-  "referrer_source",
-  "utm_source",
-  "utm_medium",
-  "utm_campaign",
-  "utm_content",
-  "utm_term",
-  "entry",
-  "exit",
-] as const;
+import { STRING_DIMS } from "./event.ts";
+
+export const DIMENSIONS = ["name", ...STRING_DIMS, "entry", "exit"] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
 export const PROP_PREFIX = "prop:";
