@@ -37,25 +37,24 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Partit
       }
       const props = new Map<number, { sp: Map<string, StringProp>; np: Map<string, NumberProp> }>();
       const bucket = (hour: number) => props.get(hour) ?? props.set(hour, { sp: new Map(), np: new Map() }).get(hour)!;
-      for (const [key, p] of h.sp) {
-        const parts = new Map<number, { rows: number[]; codes: number[] }>();
-        for (let j = 0; j < p.n; j++) {
-          const hour = hourOf[p.rows[j]!]!;
-          const x = parts.get(hour) ?? parts.set(hour, { rows: [], codes: [] }).get(hour)!;
-          x.rows.push(p.rows[j]!);
-          x.codes.push(p.codes[j]!);
+      // Positions j of a property column, grouped by the hour of their row.
+      const propsByHour = (rows: Uint32Array, n: number) => {
+        const parts = new Map<number, number[]>();
+        for (let j = 0; j < n; j++) {
+          const hour = hourOf[rows[j]!]!;
+          (parts.get(hour) ?? parts.set(hour, []).get(hour)!).push(j);
         }
-        for (const [hour, x] of parts) bucket(hour).sp.set(key, { n: x.rows.length, rows: Uint32Array.from(x.rows), codes: Uint32Array.from(x.codes), dict: p.dict });
+        return parts;
+      };
+      for (const [key, p] of h.sp) {
+        for (const [hour, js] of propsByHour(p.rows, p.n)) {
+          bucket(hour).sp.set(key, { n: js.length, rows: Uint32Array.from(js, (j) => p.rows[j]!), codes: Uint32Array.from(js, (j) => p.codes[j]!), dict: p.dict });
+        }
       }
       for (const [key, p] of h.np) {
-        const parts = new Map<number, { rows: number[]; vals: number[] }>();
-        for (let j = 0; j < p.n; j++) {
-          const hour = hourOf[p.rows[j]!]!;
-          const x = parts.get(hour) ?? parts.set(hour, { rows: [], vals: [] }).get(hour)!;
-          x.rows.push(p.rows[j]!);
-          x.vals.push(p.vals[j]!);
+        for (const [hour, js] of propsByHour(p.rows, p.n)) {
+          bucket(hour).np.set(key, { n: js.length, rows: Uint32Array.from(js, (j) => p.rows[j]!), vals: Float64Array.from(js, (j) => p.vals[j]!) });
         }
-        for (const [hour, x] of parts) bucket(hour).np.set(key, { n: x.rows.length, rows: Uint32Array.from(x.rows), vals: Float64Array.from(x.vals) });
       }
       for (const [hour, rows] of byHour) {
         const start = hour * 3_600_000;
