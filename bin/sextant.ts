@@ -13,6 +13,11 @@ Usage:
   sextant generate --app ID --events N --days D [--seed S] [options]
                               Write N realistic synthetic events over the last D days
                               into app ID (stop the server on that data directory first).
+  sextant org list [options]  List orgs: id, name, plan in force, billing status.
+  sextant org set-plan ORG_ID PLAN_ID [options]
+                              Put an org on a plan by hand (servers without billing, or
+                              support). Safe while the server runs; applies within 10 s.
+                              With Stripe on, the org's next subscription event wins.
   sextant --help              Show this help.
   sextant --version           Print the version.
 
@@ -35,6 +40,8 @@ async function main(argv: string[]): Promise<number> {
       return serve(rest);
     case "generate":
       return generateCommand(rest);
+    case "org":
+      return orgCommand(rest);
     default:
       process.stderr.write(`sextant: unknown command ${JSON.stringify(command)} (see sextant --help)\n`);
       return 2;
@@ -97,6 +104,34 @@ async function generateCommand(args: string[]): Promise<number> {
   const r = await runGenerate(config, { app, events, days, seed });
   process.stdout.write(`generated ${r.events} events for app ${app} over ${days} days in ${r.seconds.toFixed(1)} s (${Math.round(r.events / r.seconds)} events/s)\n`);
   return 0;
+}
+
+async function orgCommand(args: string[]): Promise<number> {
+  const words = args.filter((a, i) => !a.startsWith("--") && !(i > 0 && args[i - 1]!.startsWith("--") && !args[i - 1]!.includes("=")));
+  const flags = args.filter((a) => !words.includes(a));
+  const [sub, ...operands] = words;
+  const config = loadConfig(flags);
+  const { openOrgAdmin } = await import("../src/org-admin.ts");
+  const admin = openOrgAdmin(config);
+  try {
+    if (sub === "list" && operands.length === 0) {
+      const rows = admin.list();
+      process.stdout.write(["id\tname\tplan\tstatus", ...rows.map((r) => [r.id, r.name, r.plan, r.status].join("\t"))].join("\n") + "\n");
+      return 0;
+    }
+    if (sub === "set-plan" && operands.length === 2) {
+      const orgId = Number(operands[0]);
+      if (!Number.isInteger(orgId) || orgId < 1) throw new ConfigError(`ORG_ID must be a positive integer (got ${JSON.stringify(operands[0])})`);
+      const r = admin.setPlan(orgId, operands[1]!);
+      if (r.warning) process.stderr.write(`sextant: warning: ${r.warning}\n`);
+      process.stdout.write(`org ${orgId} is now on plan ${r.plan} (${r.eventsPerMonth} events per month)\n`);
+      return 0;
+    }
+    process.stderr.write("sextant: usage: sextant org list | sextant org set-plan ORG_ID PLAN_ID (see sextant --help)\n");
+    return 2;
+  } finally {
+    admin.close();
+  }
 }
 
 main(process.argv.slice(2)).then(

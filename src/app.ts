@@ -15,6 +15,7 @@ import { pageRoutes } from "./http/pages.ts";
 import { openapiDoc } from "./http/openapi.ts";
 import { ingestApp, ingestRoutes } from "./http/ingest.ts";
 import { statsRoutes } from "./http/routes/stats.ts";
+import { billingRoutes } from "./http/routes/billing.ts";
 
 export const API_PREFIX = "/api/v1";
 export const VERSION = "0.1.0";
@@ -65,6 +66,7 @@ export function buildApi(svc: Services) {
     .use(orgRoutes(svc, auth))
     .use(appRoutes(svc, auth))
     .use(statsRoutes(svc, auth))
+    .use(billingRoutes(svc, auth))
     .use(ingestRoutes(svc))
     // The ingest document comes from a standalone ingest app (one OpenAPI plugin per app).
     .get("/openapi.json", () => ingestDoc.handle(new Request("http://localhost/openapi.json")), { detail: { hide: true } });

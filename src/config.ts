@@ -3,6 +3,9 @@
 // that one list drives parsing, validation, `sextant --help` and the README table
 // (a test checks the README against it).
 
+import { readFileSync } from "node:fs";
+import { BUILTIN_PLANS, parsePlans, type Plan } from "./domain/plans.ts";
+
 export type LogFormat = "json" | "pretty" | "silent";
 
 export interface Config {
@@ -23,6 +26,11 @@ export interface Config {
   flushEvents: number;
   queryBudgetMs: number;
   queryQueue: number;
+  stripeSecretKey: string | null;
+  stripeWebhookSecret: string | null;
+  stripeApiBase: string;
+  /** Plan id → Stripe price id, from SEXTANT_STRIPE_PRICE_<PLAN_ID> variables. */
+  stripePrices: Record<string, string>;
 }
 
 /** A bad value: the message is one line naming the variable and what it accepts. */
@@ -276,7 +284,83 @@ export const OPTIONS = [
     fallback: () => 8,
     parse: int(1, 1000),
   } satisfies Option<"queryQueue">,
+  {
+    key: "stripeSecretKey",
+    env: "SEXTANT_STRIPE_SECRET_KEY",
+    flag: "--stripe-secret-key",
+    unit: "string",
+    defaultText: "unset (billing off)",
+    description: "Stripe secret API key (sk_live_... or sk_test_...). Setting it turns billing on: checkout and the customer portal.",
+    accepts: "a non-empty string",
+    fallback: () => null,
+    parse: nonEmpty,
+  } satisfies Option<"stripeSecretKey">,
+  {
+    key: "stripeWebhookSecret",
+    env: "SEXTANT_STRIPE_WEBHOOK_SECRET",
+    flag: "--stripe-webhook-secret",
+    unit: "string",
+    defaultText: "unset",
+    description: "Signing secret (whsec_...) of the Stripe webhook endpoint /api/v1/billing/webhook; needed with billing on.",
+    accepts: "a non-empty string",
+    fallback: () => null,
+    parse: nonEmpty,
+  } satisfies Option<"stripeWebhookSecret">,
+  {
+    key: "stripeApiBase",
+    env: "SEXTANT_STRIPE_API_BASE",
+    flag: "--stripe-api-base",
+    unit: "URL",
+    defaultText: "https://api.stripe.com",
+    description: "Base URL of the Stripe API (tests point it at a local double).",
+    accepts: "an http or https URL",
+    fallback: () => "https://api.stripe.com",
+    parse: url,
+  } satisfies Option<"stripeApiBase">,
+  {
+    key: "stripePrices",
+    env: "SEXTANT_STRIPE_PRICE_<PLAN_ID>",
+    flag: "--stripe-price",
+    unit: "PLAN_ID=price id",
+    defaultText: "none (no plan purchasable)",
+    description: "The Stripe price of a plan, one variable per plan (e.g. SEXTANT_STRIPE_PRICE_STARTER=price_123); the flag takes starter=price_123 and may repeat. A plan is purchasable when its price is set.",
+    accepts: "a Stripe price id (price_...)",
+    fallback: () => ({}),
+    parse: (raw: string) => {
+      const m = /^([a-z0-9_-]{1,32})=(\S+)$/.exec(raw.trim());
+      return m ? { [m[1]!]: m[2]! } : undefined;
+    },
+  } satisfies Option<"stripePrices">,
 ] as const;
+
+const PRICE_ENV = "SEXTANT_STRIPE_PRICE_";
+
+function pricesFromFlags(argv: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const raw = a === "--stripe-price" ? argv[i + 1] : a.startsWith("--stripe-price=") ? a.slice("--stripe-price=".length) : undefined;
+    if (raw === undefined) continue;
+    const parsed = (OPTIONS.find((o) => o.key === "stripePrices")!.parse as (r: string) => Record<string, string> | undefined)(raw);
+    if (!parsed) throw new ConfigError(`--stripe-price must be PLAN_ID=price_id (got ${JSON.stringify(raw)})`);
+    Object.assign(out, parsed);
+  }
+  return out;
+}
+
+/** Every SEXTANT_STRIPE_PRICE_<PLAN_ID> variable, keyed by lower-case plan id. */
+function pricesFromEnv(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith(PRICE_ENV) || value === undefined || value.trim() === "") continue;
+    const plan = name.slice(PRICE_ENV.length).toLowerCase();
+    if (!/^[a-z0-9_-]{1,32}$/.test(plan) || /\s/.test(value.trim())) {
+      throw new ConfigError(`${name} must be a Stripe price id (got ${JSON.stringify(value)})`);
+    }
+    out[plan] = value.trim();
+  }
+  return out;
+}
 
 type AnyOption = Option<keyof Config>;
 
@@ -294,6 +378,11 @@ export function loadConfig(
   for (const opt of OPTIONS as readonly AnyOption[]) {
     if (opt.key in overrides) {
       (out as Record<string, unknown>)[opt.key] = overrides[opt.key];
+      continue;
+    }
+    if (opt.key === "stripePrices") {
+      // One variable per plan, and a flag that may repeat: read apart from the rest.
+      out.stripePrices = { ...pricesFromEnv(env), ...pricesFromFlags(argv) };
       continue;
     }
     const fromFlag = flags.get(opt.flag);
@@ -343,4 +432,21 @@ export function optionTable(): string {
     (o) => `| \`${o.env}\` | \`${o.flag}\` | ${o.unit} | ${o.defaultText} | ${o.description} |`,
   );
   return ["| Variable | Flag | Unit | Default | Meaning |", "|---|---|---|---|---|", ...rows].join("\n");
+}
+
+/** The plans on offer: SEXTANT_PLANS_FILE when set, else the built-in ones. */
+export function loadPlans(config: Pick<Config, "plansFile">): Plan[] {
+  const file = config.plansFile;
+  if (!file) return BUILTIN_PLANS;
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    throw new ConfigError(`SEXTANT_PLANS_FILE: cannot read ${file}`);
+  }
+  try {
+    return parsePlans(text);
+  } catch (e) {
+    throw new ConfigError(`SEXTANT_PLANS_FILE: ${(e as Error).message}`);
+  }
 }

@@ -18,23 +18,9 @@ import { standardJobs } from "./scheduler/jobs.ts";
 import { openStorage } from "./storage.ts";
 import { recoverJobs } from "./domain/jobs.ts";
 import { purgeExpiredExports, runExportJobs } from "./export.ts";
-import { BUILTIN_PLANS, parsePlans, planById, type Plan } from "./domain/plans.ts";
-import { readFileSync } from "node:fs";
-import { ConfigError } from "./config.ts";
+import { stripeProvider } from "./domain/stripe.ts";
+import { ConfigError, loadPlans } from "./config.ts";
 
-function loadPlans(file: string): Plan[] {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    throw new ConfigError(`SEXTANT_PLANS_FILE: cannot read ${file}`);
-  }
-  try {
-    return parsePlans(text);
-  } catch (e) {
-    throw new ConfigError(`SEXTANT_PLANS_FILE: ${(e as Error).message}`);
-  }
-}
 import { join } from "node:path";
 
 export interface RunningServer {
@@ -66,11 +52,20 @@ const MAX_REQUEST_BODY = 2 * 1024 * 1024;
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   // Configuration problems first, before anything is opened or bound.
-  const plans = config.plansFile ? loadPlans(config.plansFile) : BUILTIN_PLANS;
+  const plans = loadPlans(config);
   const log = opts.logger ?? createLogger(config.log, opts.logSink);
   const now = opts.now ?? Date.now;
-  const storage = openStorage(config, log, now, plans);
-  const { db, store, ingest } = storage;
+  if (config.stripeSecretKey && !config.stripeWebhookSecret) {
+    throw new ConfigError("SEXTANT_STRIPE_WEBHOOK_SECRET must be set with SEXTANT_STRIPE_SECRET_KEY: without webhooks no payment would change a plan");
+  }
+  for (const id of Object.keys(config.stripePrices)) {
+    if (!plans.some((p) => p.id === id)) throw new ConfigError(`SEXTANT_STRIPE_PRICE_${id.toUpperCase()}: there is no plan "${id}"`);
+  }
+  const provider = config.stripeSecretKey
+    ? stripeProvider({ secretKey: config.stripeSecretKey, webhookSecret: config.stripeWebhookSecret!, apiBase: config.stripeApiBase, log })
+    : null;
+  const storage = openStorage(config, log, now, plans, provider);
+  const { db, store, ingest, billing } = storage;
   const memory = config.memoryMb * 1024 * 1024;
   // The hot ingest endpoints go through Bun's native router to shared handlers
   // (src/http/ingest.ts); everything else goes to the Elysia app.
@@ -136,7 +131,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const kickExports = () => {
     exporting ??= runExportJobs(exportDeps).finally(() => (exporting = null));
   };
-  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans, kickExports };
+  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans, billing, kickExports };
   store.onFull = () => {
     // Outside the append: the checkpoint waits for in-flight writes first.
     setTimeout(() => void storage.checkpoint().catch(() => {}), 0);
@@ -157,6 +152,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       store.dropApps(ids);
       for (const id of ids) ingest.dropApp(id);
     },
+    billingSweep: () => billing.sweep(),
   })) scheduler.add(job);
   fast = ingestHandlers(services);
   const api = buildApi(services);

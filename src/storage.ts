@@ -8,7 +8,8 @@ import { join } from "node:path";
 import type { Config } from "./config.ts";
 import { ConfigError } from "./config.ts";
 import { openDb, type Db } from "./domain/db.ts";
-import { planById, type Plan } from "./domain/plans.ts";
+import type { Plan } from "./domain/plans.ts";
+import { Billing, type PaymentProvider } from "./domain/billing.ts";
 import type { Logger } from "./log.ts";
 import { Ingest } from "./ingest/ingest.ts";
 import { EventStore } from "./store/store.ts";
@@ -18,16 +19,22 @@ export interface Storage extends CheckpointDeps {
   db: Db;
   store: EventStore;
   ingest: Ingest;
+  billing: Billing;
   checkpoint(): ReturnType<typeof checkpoint>;
   /** Checkpoints (unless `abort`), closes the log and the database, releases the lock. */
   close(opts?: { abort?: boolean }): Promise<void>;
 }
 
-export function openStorage(config: Config, log: Logger, now: () => number, plans: Plan[]): Storage {
+export function openStorage(config: Config, log: Logger, now: () => number, plans: Plan[], provider: PaymentProvider | null = null): Storage {
   mkdirSync(config.dataDir, { recursive: true });
   const release = lockDataDir(config.dataDir);
   try {
     const db = openDb(config.dataDir);
+    const billing = new Billing(
+      db,
+      { plans, prices: config.stripePrices, provider, publicUrl: () => config.publicUrl, hardLimitPercent: config.hardLimitPercent },
+      now,
+    );
     const memory = config.memoryMb * 1024 * 1024;
     const store = new EventStore({ dir: join(config.dataDir, "events"), log, cacheBytes: Math.floor(memory * 0.6), flushEvents: config.flushEvents });
     const ingest = new Ingest({
@@ -36,7 +43,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
       now,
       sink: store,
       walDir: join(config.dataDir, "wal"),
-      limitFor: (_org, plan) => planById(plans, plan).events_per_month,
+      limitFor: (org) => billing.effectiveLimit(org),
       hardLimitPercent: () => config.hardLimitPercent,
     });
     const t0 = performance.now();
@@ -49,6 +56,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
     let closed = false;
     return {
       ...deps,
+      billing,
       checkpoint: () => checkpoint(deps),
       async close(opts = {}) {
         if (closed) return;

@@ -11,6 +11,7 @@ export type ErrorKind =
   | "too_large" // the request body is over its limit
   | "too_heavy" // a query over its time or memory budget
   | "rate_limited" // retry after `retryAfter` seconds
+  | "upstream" // a service we depend on (the payment provider) refused the call
   | "unavailable"; // temporary; retry after `retryAfter` seconds
 
 export class DomainError extends Error {

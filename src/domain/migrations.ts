@@ -193,4 +193,34 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX exports_by_expiry ON exports(expires_at);
     `,
   },
+  {
+    version: 6,
+    name: "billing",
+    sql: `
+      -- An org's subscription as the payment provider last told us. orgs.plan stays the
+      -- plan in force; this row says why (status, grace, scheduled end).
+      CREATE TABLE billing (
+        org_id           INTEGER PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,
+        customer_id      TEXT UNIQUE,
+        subscription_id  TEXT,
+        status           TEXT NOT NULL DEFAULT 'none' CHECK (status IN ('none','active','past_due','canceled')),
+        period_end       INTEGER,
+        cancel_at        INTEGER,
+        grace_until      INTEGER,
+        -- created time (ms) of the newest provider event applied: an older one arriving
+        -- late is recorded but changes nothing.
+        last_event_at    INTEGER NOT NULL DEFAULT 0,
+        updated_at       INTEGER NOT NULL
+      );
+      -- Each provider event is handled once, also when it is delivered again after a restart.
+      CREATE TABLE billing_events (
+        id           TEXT PRIMARY KEY,
+        type         TEXT NOT NULL,
+        org_id       INTEGER,
+        outcome      TEXT NOT NULL,
+        received_at  INTEGER NOT NULL
+      );
+      CREATE INDEX billing_events_by_time ON billing_events(received_at);
+    `,
+  },
 ];

@@ -10,6 +10,7 @@ import type { Scheduler } from "../scheduler/scheduler.ts";
 import type { Ingest } from "../ingest/ingest.ts";
 import type { EventStore } from "../store/store.ts";
 import type { Plan } from "../domain/plans.ts";
+import type { Billing } from "../domain/billing.ts";
 
 export interface Services {
   config: Config;
@@ -25,6 +26,7 @@ export interface Services {
   ingest: Ingest;
   store: EventStore;
   plans: Plan[];
+  billing: Billing;
   /** Starts pending export jobs now (they also run from the scheduler). */
   kickExports: () => void;
 }

@@ -33,6 +33,7 @@ const KIND_STATUS: Record<ErrorKind, number> = {
   too_heavy: 422,
   rate_limited: 429,
   unavailable: 503,
+  upstream: 502,
 };
 
 export function domainErrorResponse(e: DomainError): Response {

@@ -82,7 +82,7 @@ export interface IngestDeps {
   sink: EventSink;
   walDir: string;
   /** The monthly event limit in force for an org (plan, billing state). */
-  limitFor: (orgId: number, plan: string) => number;
+  limitFor: (orgId: number) => number;
   hardLimitPercent: () => number;
 }
 
@@ -172,7 +172,7 @@ export class Ingest {
 
     this.inflight.add(dedupeKey);
     try {
-      const rateWait = this.keyRates.take(req.key!, batch.events.length, keySpec(this.d.limitFor(info.orgId, info.plan)));
+      const rateWait = this.keyRates.take(req.key!, batch.events.length, keySpec(this.d.limitFor(info.orgId)));
       if (rateWait > 0) {
         this.count(app, now, "rate_limited");
         throw refuse("rate_limited", "rate_limited", "This key is sending faster than its plan allows; retry after the delay.", rateWait);
@@ -189,7 +189,7 @@ export class Ingest {
         reason = "paused";
       } else {
         ({ events, drops } = batchEvents(batch, { app, receivedAt: now, visitor, country }));
-        const take = this.quota.reserve(info.orgId, this.d.limitFor(info.orgId, info.plan), events.length, now);
+        const take = this.quota.reserve(info.orgId, this.d.limitFor(info.orgId), events.length, now);
         if (take < events.length) {
           drops.over_quota = events.length - take;
           events = events.slice(0, take);
@@ -301,7 +301,7 @@ export class Ingest {
       throw refuse("forbidden", "origin_refused", "This page's origin is not among the site's origins.");
     }
     const allowOrigin = origin && originOk ? origin : null;
-    const rateWait = this.keyRates.take(body.k, 1, keySpec(this.d.limitFor(info.orgId, info.plan)));
+    const rateWait = this.keyRates.take(body.k, 1, keySpec(this.d.limitFor(info.orgId)));
     if (rateWait > 0) {
       this.count(app, now, "rate_limited");
       throw refuse("rate_limited", "rate_limited", "This site is sending faster than its plan allows.", rateWait);
@@ -323,7 +323,7 @@ export class Ingest {
       this.count(app, now, ev);
       return { allowOrigin };
     }
-    if (this.quota.reserve(info.orgId, this.d.limitFor(info.orgId, info.plan), 1, now) === 0) {
+    if (this.quota.reserve(info.orgId, this.d.limitFor(info.orgId), 1, now) === 0) {
       this.count(app, now, "over_quota");
       return { allowOrigin };
     }

@@ -20,6 +20,8 @@ export interface JobDeps {
   purgeExports: (now: number) => number;
   /** Deletes the event data of purged apps; the event store provides it. */
   dropAppData: (appIds: number[]) => Promise<void> | void;
+  /** Ends subscriptions whose scheduled end has passed; answers how many (domain/billing.ts). */
+  billingSweep: () => number;
 }
 
 export function standardJobs(d: JobDeps): JobSpec[] {
@@ -106,6 +108,16 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       run(now) {
         purgeExpiredSignIns(d.db, now);
         purgeOldInvitations(d.db, now);
+      },
+    },
+    {
+      // The limit already follows cancel_at on every request; this writes the end down
+      // (plan free, status canceled) when the provider's own event is late or lost.
+      name: "billing-sweep",
+      pattern: "0 17 * * * *",
+      run() {
+        const n = d.billingSweep();
+        if (n) d.log.info("subscriptions ended at their scheduled time", { orgs: n });
       },
     },
   ];

@@ -191,6 +191,11 @@ const CASES: Record<string, Case> = {
   "GET /orgs/{id}/tokens": { path: (w) => `/orgs/${w.orgId}/tokens`, ok: 200 },
   "POST /orgs/{id}/tokens": { path: (w) => `/orgs/${w.orgId}/tokens`, body: () => ({ name: "new" }), ok: 201 },
   "DELETE /orgs/{id}/tokens/{token_id}": { path: (w) => `/orgs/${w.orgId}/tokens/${w.tokenId}`, ok: 204 },
+  "GET /orgs/{id}/billing": { path: (w) => `/orgs/${w.orgId}/billing`, ok: 200 },
+  // This server runs without Stripe: allowed callers reach the "billing is off" answer.
+  "POST /orgs/{id}/billing/checkout": { path: (w) => `/orgs/${w.orgId}/billing/checkout`, body: () => ({ plan: "starter" }), ok: 409 },
+  "POST /orgs/{id}/billing/portal": { path: (w) => `/orgs/${w.orgId}/billing/portal`, ok: 409 },
+  "POST /billing/webhook": { path: () => "/billing/webhook", body: () => ({ id: "evt_1" }), ok: 409 },
 };
 
 const RANK: Record<Role, number> = { viewer: 1, member: 2, admin: 3, owner: 4 };

@@ -6,7 +6,6 @@ import type { Services } from "../context.ts";
 import { access, type AuthPlugin } from "../auth.ts";
 import { AppIdParams, StdErrors } from "../models.ts";
 import { requireApp } from "../../domain/access.ts";
-import { planById } from "../../domain/plans.ts";
 import { resolveWindow } from "../../query/window.ts";
 import { OUTCOMES } from "../../ingest/outcomes.ts";
 import { ErrorBody } from "../models.ts";
@@ -212,8 +211,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         const now = svc.now();
         const w = resolveWindow(query.from, query.to, now);
         const counts = svc.ingest.usage.range(app.id, w.from, w.to);
-        const org = svc.db.query<{ plan: string }, [number]>("SELECT plan FROM orgs WHERE id = ?").get(app.org_id)!;
-        const plan = planById(svc.plans, org.plan);
+        const plan = svc.billing.resolved(app.org_id).plan;
         return {
           events_per_month: plan.events_per_month,
           from: w.from,
