@@ -3,6 +3,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync } from "node:fs";
+import { createHmac } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
@@ -22,7 +23,7 @@ describe("compiled executable", () => {
     const runDir = mkdtempSync(join(tmpdir(), "sextant-run-"));
     copyFileSync(out, join(runDir, "sextant"));
     Bun.spawnSync(["chmod", "+x", join(runDir, "sextant")]);
-    const run = () => spawnSextant([join(runDir, "sextant")], { SEXTANT_DATA_DIR: join(runDir, "data") }, runDir);
+    const run = (env: Record<string, string> = {}) => spawnSextant([join(runDir, "sextant")], { SEXTANT_DATA_DIR: join(runDir, "data"), ...env }, runDir);
     const p = await run();
     const batchId = crypto.randomUUID();
     let key = "";
@@ -56,10 +57,17 @@ describe("compiled executable", () => {
     }
     expect(p.output()).not.toContain("worker unavailable");
     // After a restart the log is replayed: the same batch id gets the first answer.
-    const q = await run();
+    // Restarted with Stripe on: the stripe package's webhook verification works compiled.
+    const q = await run({ SEXTANT_STRIPE_SECRET_KEY: "sk_test_bin", SEXTANT_STRIPE_WEBHOOK_SECRET: "whsec_bin" });
     try {
       expect(await (await send(q.url)).json()).toEqual({ accepted: 1, dropped: 0 });
       expect(q.output()).toContain('"records":');
+      const payload = JSON.stringify({ id: "evt_bin", object: "event", type: "customer.created", created: 1, data: { object: { id: "cus_1" } } });
+      const t = Math.floor(Date.now() / 1000);
+      const v1 = createHmac("sha256", "whsec_bin").update(`${t}.${payload}`).digest("hex");
+      const hook = (sig: string) => fetch(q.url + "/api/v1/billing/webhook", { method: "POST", body: payload, headers: { "content-type": "application/json", "stripe-signature": sig } });
+      expect(await (await hook(`t=${t},v1=${v1}`)).json()).toEqual({ received: true, outcome: "ignored" });
+      expect((await hook(`t=${t},v1=${"0".repeat(64)}`)).status).toBe(400);
     } finally {
       expect(await q.signal("SIGTERM")).toBe(0);
     }

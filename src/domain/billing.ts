@@ -53,6 +53,8 @@ export interface PaymentProvider {
   createCustomer(p: { orgId: number; orgName: string }): Promise<string>;
   createCheckout(p: { customerId: string; priceId: string; orgId: number; planId: string; successUrl: string; cancelUrl: string }): Promise<string>;
   createPortal(p: { customerId: string; returnUrl: string }): Promise<string>;
+  /** Ends a subscription now (the org is being deleted). */
+  cancelSubscription(subscriptionId: string): Promise<void>;
   /** Verifies a webhook delivery's signature; throws DomainError invalid when it is bad. */
   verifyEvent(payload: string, signature: string, nowMs: number): Promise<ProviderEvent>;
 }
@@ -204,6 +206,16 @@ export class Billing {
     if (!r.customerId) throw conflict("no_billing_account", "This org has no billing account yet: subscribe through checkout first.");
     const url = await provider.createPortal({ customerId: r.customerId, returnUrl: `${this.opts.publicUrl()}/orgs/${orgId}/billing` });
     return { url };
+  }
+
+  /** Before an org is deleted: a subscription still running is canceled at the provider. */
+  async cancelSubscription(orgId: number): Promise<void> {
+    const r = this.resolved(orgId);
+    // With Stripe turned off on this server there is nothing to call: the operator's job.
+    if (!r.subscriptionId || (r.status !== "active" && r.status !== "past_due") || !this.opts.provider) return;
+    await this.opts.provider.cancelSubscription(r.subscriptionId);
+    this.end(orgId, this.now());
+    this.changed();
   }
 
   /** POST /billing/webhook: verify, then apply once. */

@@ -35,11 +35,16 @@ export function renameOrg(db: Db, actor: Actor, orgId: number, rawName: string) 
   return { id: orgId, name };
 }
 
-export function deleteOrg(db: Db, actor: Actor, orgId: number, confirm: string, now: number): void {
+/** The checks of a deletion alone: owner, and `confirm` equal to the org's name. */
+export function checkDeleteOrg(db: Db, actor: Actor, orgId: number, confirm: string): void {
   const { org } = requireOrg(db, actor, orgId, "owner");
   if (confirm !== org.name) {
     throw invalid("confirmation_mismatch", "Type the org's name exactly in `confirm` to delete it.");
   }
+}
+
+export function deleteOrg(db: Db, actor: Actor, orgId: number, confirm: string, now: number): void {
+  checkDeleteOrg(db, actor, orgId, confirm);
   db.transaction(() => {
     db.query("UPDATE orgs SET deleted_at = ? WHERE id = ?").run(now, orgId);
     db.query("UPDATE apps SET deleted_at = coalesce(deleted_at, ?) WHERE org_id = ?").run(now, orgId);

@@ -68,6 +68,17 @@ export function stripeProvider(opts: { secretKey: string; webhookSecret: string;
       const s = await call("billingPortal.sessions.create", () => stripe.billingPortal.sessions.create({ customer: customerId, return_url: returnUrl }));
       return s.url;
     },
+    async cancelSubscription(subscriptionId: string) {
+      await call("subscriptions.cancel", async () => {
+        try {
+          await stripe.subscriptions.cancel(subscriptionId, undefined, { idempotencyKey: `sextant-cancel-${subscriptionId}` });
+        } catch (e) {
+          // Already canceled at Stripe (by the owner, or an earlier try): done.
+          if ((e as { code?: string }).code === "resource_missing") return;
+          throw e;
+        }
+      });
+    },
     async verifyEvent(payload: string, signature: string, nowMs: number): Promise<ProviderEvent> {
       let event: Stripe.Event;
       try {

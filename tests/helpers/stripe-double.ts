@@ -20,6 +20,8 @@ export interface StripeDouble {
   problems: string[];
   customers: Map<string, Record<string, string>>;
   sessions: Map<string, { customer: string; price: string; form: Record<string, string> }>;
+  /** Subscription ids canceled through DELETE /v1/subscriptions/{id}. */
+  canceled: string[];
   /** The next `times` calls answer this HTTP status with Stripe's error envelope. */
   failNext(status: number, type?: string, times?: number): void;
   stop(): void;
@@ -31,6 +33,7 @@ export async function startStripeDouble(opts: { secretKey: string; prices: strin
   const customers = new Map<string, Record<string, string>>();
   const sessions = new Map<string, { customer: string; price: string; form: Record<string, string> }>();
   const idempotent = new Map<string, unknown>();
+  const canceled: string[] = [];
   let failure: { status: number; type: string; times: number } | null = null;
   let n = 0;
   const error = (status: number, type: string, message: string) => Response.json({ error: { type, message } }, { status });
@@ -49,7 +52,7 @@ export async function startStripeDouble(opts: { secretKey: string; prices: strin
       const rec: DoubleRequest = { method: req.method, path: url.pathname, form, idempotencyKey: req.headers.get("idempotency-key") };
       requests.push(rec);
       if (req.headers.get("authorization") !== `Bearer ${opts.secretKey}`) return error(401, "invalid_request_error", "Invalid API Key provided");
-      if (req.method === "POST" && !(req.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")) {
+      if (req.method !== "GET" && req.method !== "DELETE" && !(req.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")) {
         problems.push(`${url.pathname}: content-type ${req.headers.get("content-type")}`);
       }
       if (failure) {
@@ -87,6 +90,10 @@ export async function startStripeDouble(opts: { secretKey: string; prices: strin
         need(form, "return_url", url.pathname);
         const id = `bps_${++n}`;
         body = { id, object: "billing_portal.session", customer, url: `https://billing.stripe.test/p/session/${id}` };
+      } else if (req.method === "DELETE" && /^\/v1\/subscriptions\/sub_[\w]+$/.test(url.pathname)) {
+        const id = url.pathname.split("/").pop()!;
+        canceled.push(id);
+        body = { id, object: "subscription", status: "canceled" };
       } else {
         problems.push(`unexpected call ${req.method} ${url.pathname}`);
         return error(404, "invalid_request_error", `Unrecognized request URL (${req.method}: ${url.pathname})`);
@@ -101,6 +108,7 @@ export async function startStripeDouble(opts: { secretKey: string; prices: strin
     problems,
     customers,
     sessions,
+    canceled,
     failNext(status, type = status >= 500 ? "api_error" : "invalid_request_error", times = 1) {
       failure = { status, type, times };
     },

@@ -362,6 +362,24 @@ describe("webhook deliveries", () => {
     expect((await billingOf(org2)).status).toBe("active");
   });
 
+  test("deleting an org that pays cancels its subscription at Stripe first; Stripe down keeps the org", async () => {
+    const org = (await (await s.api(`/orgs/${org2}/members`, { headers: owner })).json()) as unknown[];
+    expect(org.length).toBeGreaterThan(0);
+    const name = "Org";
+    stripe.failNext(503, "api_error", 3);
+    const down = await s.api(`/orgs/${org2}`, { method: "DELETE", json: { confirm: name }, headers: owner });
+    expect(down.status).toBe(503);
+    expect(stripe.canceled).toEqual([]);
+    expect((await billingOf(org2)).status).toBe("active");
+    const ok = await s.api(`/orgs/${org2}`, { method: "DELETE", json: { confirm: name }, headers: owner });
+    expect(ok.status).toBe(204);
+    expect(stripe.canceled).toEqual([sub2]);
+    expect((await s.api(`/orgs/${org2}/billing`, { headers: owner })).status).toBe(404);
+    // Stripe's deleted event for it arrives afterwards and is taken calmly.
+    const ended = subscription({ id: sub2, customer: cus2, price: "price_growth", status: "canceled", orgId: org2, periodEndS: nowS() });
+    expect(await deliverOk(stripeEvent("customer.subscription.deleted", ended, nowS() + 60))).toBe("applied");
+  });
+
   test("types we do not act on and unknown orgs answer 200 so Stripe stops retrying", async () => {
     expect(await deliverOk(stripeEvent("customer.created", { id: "cus_zzz", object: "customer" }, nowS()))).toBe("ignored");
     expect(await deliverOk(stripeEvent("invoice.paid", invoice({ id: "in_z", customer: "cus_nobody", subscription: "sub_nobody", orgId: 999999, periodEndS: nowS(), paid: true }), nowS()))).toBe(
@@ -411,7 +429,7 @@ describe("access and failures", () => {
 
 test("the Stripe double saw only well-formed calls", () => {
   expect(stripe.problems).toEqual([]);
-  expect(stripe.requests.every((q) => q.path === "/v1/customers" || q.path === "/v1/checkout/sessions" || q.path === "/v1/billing_portal/sessions")).toBe(true);
+  expect(stripe.requests.every((q) => q.path === "/v1/customers" || q.path === "/v1/checkout/sessions" || q.path === "/v1/billing_portal/sessions" || q.path.startsWith("/v1/subscriptions/"))).toBe(true);
 });
 
 describe("billing off", () => {

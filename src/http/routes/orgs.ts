@@ -24,7 +24,7 @@ import {
   RoleChange,
   TokenView,
 } from "../models.ts";
-import { createOrg, deleteOrg, renameOrg } from "../../domain/orgs.ts";
+import { checkDeleteOrg, createOrg, deleteOrg, renameOrg } from "../../domain/orgs.ts";
 import { changeRole, listMembers, removeMember } from "../../domain/members.ts";
 import {
   acceptInvitation,
@@ -53,17 +53,21 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
     })
     .delete(
       "/orgs/:id",
-      ({ auth, params, body }) => {
+      async ({ auth, params, body }) => {
+        checkDeleteOrg(db, auth.actor(), params.id, body.confirm);
+        // A deleted org must stop paying: its subscription is canceled at Stripe first,
+        // and when Stripe cannot be reached the org is not deleted (503, try again).
+        await svc.billing.cancelSubscription(params.id);
         deleteOrg(db, auth.actor(), params.id, body.confirm, svc.now());
         return noContent();
       },
       {
         params: OrgIdParams,
         body: DeleteOrg,
-        response: { 204: t.Void(), ...StdErrors },
+        response: { 204: t.Void(), ...StdErrors, 502: ErrorBody, 503: ErrorBody },
         detail: {
           summary: "Delete an org",
-          description: "Owners only; `confirm` must equal the org's name. Every app stops at once; data is purged within minutes.",
+          description: "Owners only; `confirm` must equal the org's name. Every app stops at once; data is purged within minutes. A Stripe subscription is canceled at once (503 when Stripe cannot be reached: nothing is deleted).",
           tags: ["orgs"],
           ...access("owner"),
         },
