@@ -3,7 +3,7 @@
 // `ingest` is the same ingest surface alone, for the optional second listener.
 
 import { Elysia } from "elysia";
-import { errorPlugin } from "./http/errors.ts";
+import { ApiError, errorPlugin } from "./http/errors.ts";
 import { healthRoutes } from "./http/health.ts";
 import { requestLog } from "./http/request-log.ts";
 import type { Services } from "./http/context.ts";
@@ -43,13 +43,36 @@ function methodLookup(getRoutes: () => { method: string; path: string }[]) {
 
 type Routes = () => { method: string; path: string; hooks?: { detail?: Record<string, unknown> } }[];
 
+/** Deepest nesting a parsed request body may have; no dashboard body needs more than 3. */
+const MAX_BODY_DEPTH = 32;
+
+/** Whether objects and arrays nest deeper than `max` (iterative: no recursion to overflow). */
+function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (depth > max) return true;
+    for (const x of Array.isArray(v) ? v : Object.values(v as object)) if (x !== null && typeof x === "object") stack.push([x, depth + 1]);
+  }
+  return false;
+}
+
 function base(svc: Services) {
   let routes: Routes = () => [];
   // normalize off: it strips unknown body fields before validation, and a typo such as
   // {"pasued": true} must be a 400, not a silent no-op. Views are built field by field.
   const app = new Elysia({ normalize: false })
     .use(requestLog(svc.log))
-    .use(errorPlugin(svc.log, methodLookup(() => routes())));
+    .use(errorPlugin(svc.log, methodLookup(() => routes())))
+    // Before validation (transform runs after parsing, before the schema checks): Elysia's
+    // validation error renders the rejected value, pretty-printed (quadratic in its depth:
+    // seconds of CPU and hundreds of MB for 20,000 nested arrays) and through Array#toString
+    // (recursive: a stack overflow, answered 500). Found by tests/reliability/fuzz.test.ts.
+    .onTransform({ as: "global" }, ({ body }) => {
+      if (body !== null && typeof body === "object" && nestedDeeperThan(body, MAX_BODY_DEPTH)) {
+        throw new ApiError(400, "malformed_body", `The request body nests objects or arrays more than ${MAX_BODY_DEPTH} levels deep.`);
+      }
+    });
   routes = () => app.routes as ReturnType<Routes>;
   return { app, routes: () => routes() };
 }

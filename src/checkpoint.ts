@@ -83,6 +83,8 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   const rollups = d.store.rollups.snapshot();
   d.ingest.rollLog();
   const events = heads.reduce((a, h) => a + h.n, 0);
+  // Marks the start of the partition writes in the log (crash tests aim their kills here).
+  if (events > 0) d.log.info("checkpoint started", { seq, gen, events });
   const syncMs = Math.round(performance.now() - t0);
   // Then the slow part, off the event loop: the partitions.
   let written: Awaited<ReturnType<EventStore["writeHeads"]>> = [];

@@ -31,6 +31,8 @@ export interface Config {
   stripeApiBase: string;
   /** Plan id → Stripe price id, from SEXTANT_STRIPE_PRICE_<PLAN_ID> variables. */
   stripePrices: Record<string, string>;
+  /** Job name → cron pattern, replacing the built-in schedule of those jobs. */
+  jobSchedule: Record<string, string>;
 }
 
 /** A bad value: the message is one line naming the variable and what it accepts. */
@@ -331,6 +333,25 @@ export const OPTIONS = [
       return m ? { [m[1]!]: m[2]! } : undefined;
     },
   } satisfies Option<"stripePrices">,
+  {
+    key: "jobSchedule",
+    env: "SEXTANT_JOB_SCHEDULE",
+    flag: "--job-schedule",
+    unit: "name=cron;...",
+    defaultText: "built-in (docs/storage.md)",
+    description: "Replaces the schedule of named jobs, e.g. `compact=0 20 3 * * *` to compact at 03:20 UTC. Cron with optional seconds, UTC; jobs: flush, flush-if-large, compact, rollups, purge-*, rotate-salts, exports, billing-sweep.",
+    accepts: "name=pattern pairs separated by ;",
+    fallback: () => ({}),
+    parse: (raw: string) => {
+      const out: Record<string, string> = {};
+      for (const part of raw.split(";").map((x) => x.trim()).filter(Boolean)) {
+        const eq = part.indexOf("=");
+        if (eq < 1) return undefined;
+        out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
+      }
+      return out;
+    },
+  } satisfies Option<"jobSchedule">,
 ] as const;
 
 const PRICE_ENV = "SEXTANT_STRIPE_PRICE_";

@@ -157,6 +157,9 @@ async function writeCsv(file: string, chunks: Chunk[]): Promise<number> {
 
 /** The file behind a download link, or why not: unknown (404) or expired (410). */
 export function resolveDownload(db: Db, token: string, now: number): { file: string; format: ExportFormat } | "unknown" | "expired" {
+  // The router hands null for a path segment it cannot decode (%ED%A0%80, a lone surrogate);
+  // hashing null threw, answered 500. Found by tests/reliability/fuzz.test.ts.
+  if (typeof token !== "string") return "unknown";
   const r = db
     .query<{ file: string; format: ExportFormat; expires_at: number }, [string]>("SELECT file, format, expires_at FROM exports WHERE token_hash = ?")
     .get(sha256(token));

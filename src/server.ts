@@ -19,6 +19,7 @@ import { openStorage } from "./storage.ts";
 import { recoverJobs } from "./domain/jobs.ts";
 import { purgeExpiredExports, runExportJobs } from "./export.ts";
 import { stripeProvider } from "./domain/stripe.ts";
+import { SecretGuard } from "./http/guard.ts";
 import { ConfigError, loadPlans } from "./config.ts";
 
 import { join } from "node:path";
@@ -131,7 +132,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const kickExports = () => {
     exporting ??= runExportJobs(exportDeps).finally(() => (exporting = null));
   };
-  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans, billing, kickExports };
+  const guard = new SecretGuard(config, now);
+  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans, billing, guard, kickExports };
   store.onFull = () => {
     // Outside the append: the checkpoint waits for in-flight writes first.
     setTimeout(() => void storage.checkpoint().catch(() => {}), 0);
@@ -153,7 +155,18 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       for (const id of ids) ingest.dropApp(id);
     },
     billingSweep: () => billing.sweep(),
-  })) scheduler.add(job);
+  })) {
+    const pattern = config.jobSchedule[job.name];
+    try {
+      scheduler.add(pattern ? { ...job, pattern } : job);
+    } catch (e) {
+      throw new ConfigError(`SEXTANT_JOB_SCHEDULE: ${job.name}=${pattern}: ${(e as Error).message}`);
+    }
+  }
+  for (const name of Object.keys(config.jobSchedule)) {
+    if (!scheduler.names().includes(name)) throw new ConfigError(`SEXTANT_JOB_SCHEDULE: no job named ${name} (jobs: ${scheduler.names().join(", ")})`);
+  }
+  ingest.shedder.start();
   fast = ingestHandlers(services);
   const api = buildApi(services);
   handleMain = (req) => api.handle(req);
@@ -174,6 +187,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     (stopping ??= (async () => {
       // stop(false): refuse new connections, let in-flight requests finish.
       await Promise.all([main.stop(false), ingestListener?.stop(false)]);
+      ingest.shedder.stop();
       scheduler.stop();
       mailer.close();
       await storage.close();
@@ -186,6 +200,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     stopping ??= (async () => {
       main.stop(true);
       ingestListener?.stop(true);
+      ingest.shedder.stop();
       scheduler.stop();
       mailer.close();
       await storage.close({ abort: true });

@@ -45,6 +45,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
       walDir: join(config.dataDir, "wal"),
       limitFor: (org) => billing.effectiveLimit(org),
       hardLimitPercent: () => config.hardLimitPercent,
+      shed: shedOptions(config),
     });
     const t0 = performance.now();
     const seq = checkpointSeq(db);
@@ -108,4 +109,18 @@ function alive(pid: number): boolean {
   } catch (e) {
     return (e as { code?: string }).code === "EPERM";
   }
+}
+
+/** RSS headroom over SEXTANT_MEMORY_MB for the runtime, code, request buffers, the flush worker and garbage not yet collected (measured under overload: docs/reliability.md). */
+export const RUNTIME_HEADROOM_MB = 768;
+
+/** Ingest refuses (503) rather than queue past these (docs/reliability.md); memory sheds 128 MiB under the bound. */
+export function shedOptions(config: Pick<Config, "memoryMb">) {
+  const mib = 1024 * 1024;
+  return {
+    maxLagMs: 250,
+    maxInFlight: 512,
+    maxRssBytes: (config.memoryMb + RUNTIME_HEADROOM_MB - 128) * mib,
+    gcAboveBytes: (config.memoryMb + 256) * mib,
+  };
 }

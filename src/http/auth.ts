@@ -66,9 +66,13 @@ export function authPlugin(svc: Services, lookup: (method: string, path: string)
       const meta = lookup(request.method, route) ?? { access: "session" as Access, readOnly: false };
       const authz = headers["authorization"];
       if (authz !== undefined) {
+        svc.guard.check(request);
         const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
         const tok = m ? resolveToken(svc.db, m[1]!) : null;
-        if (!tok) throw new ApiError(401, "invalid_token", "The API token is unknown or revoked.");
+        if (!tok) {
+          svc.guard.fail(request);
+          throw new ApiError(401, "invalid_token", "The API token is unknown or revoked.");
+        }
         if (meta.access === "session") {
           throw new ApiError(403, "session_required", "This needs a signed-in person; API tokens cannot use it.");
         }

@@ -11,6 +11,7 @@ import type { Ingest } from "../ingest/ingest.ts";
 import type { EventStore } from "../store/store.ts";
 import type { Plan } from "../domain/plans.ts";
 import type { Billing } from "../domain/billing.ts";
+import type { SecretGuard } from "./guard.ts";
 
 export interface Services {
   config: Config;
@@ -27,6 +28,8 @@ export interface Services {
   store: EventStore;
   plans: Plan[];
   billing: Billing;
+  /** Counts wrong tokens per client and stops guessing (429). */
+  guard: SecretGuard;
   /** Starts pending export jobs now (they also run from the scheduler). */
   kickExports: () => void;
 }

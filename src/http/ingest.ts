@@ -41,8 +41,18 @@ export function ingestHandlers(svc: Services) {
     return errorResponse(500, "internal_error", "Something went wrong on our side; it has been logged.");
   };
   const h = (req: Request, name: string) => req.headers.get(name);
+  // Checked before the body is read: a refusal must cost next to nothing.
+  const overloaded = (): Response | null => {
+    const why = ingest.shedder.reason();
+    if (!why) return null;
+    const wait = ingest.shedder.refuse(why);
+    return errorResponse(503, "overloaded", "The server is over capacity; keep the events and retry after the delay.", { "retry-after": String(wait) });
+  };
   return {
     async batch(req: Request, address: string): Promise<Response> {
+      const shed = overloaded();
+      if (shed) return shed;
+      ingest.shedder.inFlight++;
       try {
         const encoding = (h(req, "content-encoding") ?? "").trim().toLowerCase();
         if (encoding !== "" && encoding !== "identity" && encoding !== "gzip") {
@@ -59,9 +69,14 @@ export function ingestHandlers(svc: Services) {
         return Response.json(ans);
       } catch (e) {
         return fail(e);
+      } finally {
+        ingest.shedder.inFlight--;
       }
     },
     async web(req: Request, address: string): Promise<Response> {
+      const shed = overloaded();
+      if (shed) return shed;
+      ingest.shedder.inFlight++;
       try {
         // text() is the cheapest way Bun hands over a small body (measured: about 2 µs
         // less CPU per request than arrayBuffer()); the log record re-encodes it.
@@ -81,6 +96,8 @@ export function ingestHandlers(svc: Services) {
         });
       } catch (e) {
         return fail(e);
+      } finally {
+        ingest.shedder.inFlight--;
       }
     },
     preflight(req: Request): Response {

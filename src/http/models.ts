@@ -148,8 +148,12 @@ export const JobView = t.Object(
   named("JobView", {}),
 );
 
-/** The error answers most dashboard operations can give, for their `response` maps. */
-export const StdErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody };
+/**
+ * The error answers most dashboard operations can give, for their `response` maps. 429: a
+ * client past its allowance of wrong tokens (src/http/guard.ts), on any route that reads
+ * an API token.
+ */
+export const StdErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody };
 
 /** 204 with no body. */
 export const noContent = () => new Response(null, { status: 204 });

@@ -70,9 +70,13 @@ const html = (body: string) =>
 export const pageRoutes = (svc: Services) =>
   new Elysia({ name: "sextant/pages" })
     // Export downloads: the unguessable token is the credential, as for links in mail.
-    .get("/exports/:token", ({ params }) => {
+    .get("/exports/:token", ({ params, request }) => {
+      svc.guard.check(request);
       const r = resolveDownload(svc.db, params.token, svc.now());
-      if (r === "unknown") return errorResponse(404, "not_found", "No such export.");
+      if (r === "unknown") {
+        svc.guard.fail(request);
+        return errorResponse(404, "not_found", "No such export.");
+      }
       if (r === "expired") return errorResponse(410, "export_expired", "This export link has expired (links work for 7 days); export again.");
       const file = Bun.file(r.file);
       return new Response(file, {

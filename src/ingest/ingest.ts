@@ -19,6 +19,7 @@ import { KeyCache, type KeyInfo } from "./keys.ts";
 import { UsageCounters, type DropReason, type Outcome, type OutcomeCounts } from "./outcomes.ts";
 import { batchEvents, parseBatch, parseWebEvent, webEvent } from "./pipeline.ts";
 import { Quota } from "./quota.ts";
+import { LoadShedder, type ShedOptions } from "./shed.ts";
 import { Salts } from "./salts.ts";
 import { WebSessions } from "./web-sessions.ts";
 import { Wal, WalWriteError } from "./wal.ts";
@@ -84,6 +85,8 @@ export interface IngestDeps {
   /** The monthly event limit in force for an org (plan, billing state). */
   limitFor: (orgId: number) => number;
   hardLimitPercent: () => number;
+  /** When to refuse ingest with 503 rather than queue (shed.ts); defaults suit tests. */
+  shed?: ShedOptions;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -99,6 +102,7 @@ const refuse = (kind: DomainError["kind"], code: string, message: string, retryA
 export class Ingest {
   readonly keys: KeyCache;
   readonly usage = new UsageCounters();
+  readonly shedder: LoadShedder;
   readonly quota: Quota;
   readonly salts: Salts;
   private sessions = new WebSessions();
@@ -114,6 +118,7 @@ export class Ingest {
   private keyRates: RateLimiter;
 
   constructor(private d: IngestDeps) {
+    this.shedder = new LoadShedder(d.shed ?? { maxLagMs: 1000, maxInFlight: 10_000, maxRssBytes: Number.MAX_SAFE_INTEGER, gcAboveBytes: Number.MAX_SAFE_INTEGER });
     this.keys = new KeyCache(d.db, d.now);
     this.quota = new Quota(d.hardLimitPercent);
     this.salts = new Salts(d.db);

@@ -78,6 +78,11 @@ export class Wal {
    * `after`: records with seq <= after are skipped (already checkpointed).
    */
   replay(fn: (r: WalRecord) => void, after = 0): { records: number; truncated: number } {
+    // Numbering continues after the checkpoint even when no segment is left (a checkpoint
+    // drops every covered segment). Starting again from 1 would give new records numbers
+    // <= the checkpoint's, and the next start-up would skip them as already checkpointed:
+    // acknowledged events lost at the second crash (found by tests/reliability/crash.test.ts).
+    if (after > this.lastSeq) this.lastSeq = after;
     let records = 0;
     let truncated = 0;
     for (const seg of this.segments) {

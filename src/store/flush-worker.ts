@@ -14,5 +14,10 @@ self.onmessage = (e: MessageEvent) => {
     self.postMessage({ id: m.id, ok: true, value });
   } catch (err) {
     self.postMessage({ id: m.id, ok: false, error: (err as Error).message });
+  } finally {
+    // A flush or compaction leaves its columns and encoded pages behind as garbage (tens
+    // to hundreds of MB); the thread then idles and its collector would not run for a
+    // long while, holding that memory in the process. Collect now, off the main thread.
+    Bun.gc(true);
   }
 };

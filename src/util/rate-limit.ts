@@ -46,6 +46,14 @@ export class RateLimiter {
     return Math.max(1, Math.ceil((Math.min(cost, spec.burst) - b.tokens) / spec.ratePerSecond));
   }
 
+  /** The seconds to wait before `cost` tokens are there, without taking any (0: now). */
+  peek(key: string | number, cost = 1, spec: BucketSpec = this.spec): number {
+    const b = this.buckets.get(key);
+    if (!b) return 0;
+    const tokens = Math.min(spec.burst, b.tokens + ((this.now() - b.at) / 1000) * spec.ratePerSecond);
+    return tokens >= cost ? 0 : Math.max(1, Math.ceil((cost - tokens) / spec.ratePerSecond));
+  }
+
   /** Full buckets carry no information: drop them so memory stays bounded. */
   private sweep(t: number) {
     if (t - this.lastSweep < 10_000 && this.buckets.size < this.maxKeys) return;

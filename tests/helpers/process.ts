@@ -27,11 +27,18 @@ export async function spawnSextant(cmd: string[], env: Record<string, string>, c
     resolveUrl = res;
     rejectUrl = rej;
   });
+  let listening = false;
   (async () => {
     for await (const chunk of proc.stdout) {
       out += decoder.decode(chunk);
+      // Matching flattens the whole output: once found, stop, or a long run under load
+      // (one log line per request) costs quadratic time here and backs up the server's pipe.
+      if (listening) continue;
       const m = out.match(/"msg":"listening","url":"([^"]+)"/);
-      if (m) resolveUrl(m[1]!);
+      if (m) {
+        listening = true;
+        resolveUrl(m[1]!);
+      }
     }
   })();
   (async () => {

@@ -321,4 +321,24 @@ describe("quota and restarts", () => {
       await t2.stop();
     }
   });
+
+  test("events acknowledged after a clean stop survive the next crash (log numbering continues)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sextant-renumber-"));
+    const t1 = await startTestServer({ dataDir: dir });
+    const o = await ownerHeaders(t1, "renumber@example.com");
+    const a = await newApp(t1, o);
+    for (let i = 0; i < 3; i++) expect((await sendBatch(t1.url, a.key, batch([ev(`before${i}`)]))).status).toBe(200);
+    // A clean stop checkpoints and drops every log segment.
+    await t1.stop();
+    const t2 = await startTestServer({ dataDir: dir });
+    expect(await (await sendBatch(t2.url, a.key, batch([ev("after")]))).json()).toEqual({ accepted: 1, dropped: 0 });
+    // A crash: only the log holds "after".
+    await t2.abort();
+    const t3 = await startTestServer({ dataDir: dir });
+    try {
+      expect([...t3.server.services.store.events(a.appId)].map((e) => e.name).sort()).toEqual(["after", "before0", "before1", "before2"]);
+    } finally {
+      await t3.stop();
+    }
+  });
 });

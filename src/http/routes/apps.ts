@@ -34,7 +34,8 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
   return new Elysia({ name: "sextant/routes/apps", prefix: "/api/v1" })
     .use(auth)
     .get("/apps", ({ auth }) => listApps(db, auth.actor()), {
-      response: { 200: t.Array(AppView), 401: ErrorBody },
+      // 429: a client past its allowance of wrong API tokens (src/http/guard.ts).
+      response: { 200: t.Array(AppView), 401: ErrorBody, 429: ErrorBody },
       detail: { summary: "Apps the caller may see, across orgs", tags: ["apps"], ...access("any") },
     })
     .post("/apps", ({ auth, body, status }) => status(201, createApp(db, auth.actor(), body, svc.now())), {

@@ -160,12 +160,16 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
         detail: { summary: "Withdraw an invitation (its link stops working)", tags: ["invitations"], ...access("admin") },
       },
     )
-    .get("/invitations", ({ query }) => invitationInfo(db, query.token, svc.now()), {
+    .get("/invitations", ({ query, request }) => svc.guard.run(request, () => invitationInfo(db, query.token, svc.now())), {
       query: t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }),
-      response: { 200: InvitationInfo, 400: ErrorBody, 404: ErrorBody },
+      // 429: a client past its allowance of wrong tokens (src/http/guard.ts).
+      response: { 200: InvitationInfo, 400: ErrorBody, 404: ErrorBody, 429: ErrorBody },
       detail: { summary: "What an invitation link is for", tags: ["invitations"], ...access("public") },
     })
-    .post("/invitations/accept", ({ auth, body }) => acceptInvitation(db, auth.user().userId, body.token, svc.now()), {
+    .post("/invitations/accept", ({ auth, body, request }) => {
+      const { userId } = auth.user();
+      return svc.guard.run(request, () => acceptInvitation(db, userId, body.token, svc.now()));
+    }, {
       body: AcceptInvitation,
       response: { 200: Joined, ...StdErrors },
       detail: {

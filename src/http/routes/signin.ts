@@ -39,11 +39,11 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
     )
     .post(
       "/auth/verify",
-      ({ body, headers, cookie }) => {
+      ({ body, headers, cookie, request }) => {
         if (!headers["x-requested-with"]) {
           throw new ApiError(403, "missing_header", "Send the X-Requested-With header (a cross-site form cannot).");
         }
-        const { user, session } = svc.signIn.verify(body.token);
+        const { user, session } = svc.guard.run(request, () => svc.signIn.verify(body.token));
         cookie[SESSION_COOKIE]!.set({
           value: sign(session.token, svc.cookieSecret),
           httpOnly: true,
@@ -57,7 +57,9 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
       {
         body: VerifyRequest,
         headers: t.Object({ "x-requested-with": t.Optional(t.String()) }),
-        response: { 200: LinkInfo, 403: ErrorBody, 404: ErrorBody },
+        // 400: a body that is not {token}; 429: too many wrong tokens from this client. Every
+        // answer is documented (tests/reliability/fuzz.test.ts checks).
+        response: { 200: LinkInfo, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody },
         detail: {
           summary: "Use a sign-in link",
           description: `Starts a session and sets the ${SESSION_COOKIE} cookie (HttpOnly, SameSite=Lax, 30 days). 404 when the link is unknown, used or expired.`,
@@ -74,7 +76,9 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         cookie[SESSION_COOKIE]!.remove();
         return noContent();
       },
-      { response: { 204: t.Void(), 401: ErrorBody }, detail: { summary: "End this session", tags, ...access("session") } },
+      // 403: an API token (session_required), or the cookie without X-Requested-With (csrf);
+      // 429: a client past its allowance of wrong API tokens.
+      { response: { 204: t.Void(), 401: ErrorBody, 403: ErrorBody, 429: ErrorBody }, detail: { summary: "End this session", tags, ...access("session") } },
     )
     .get(
       "/me",
@@ -83,7 +87,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         const user = getUser(svc.db, me.userId)!;
         return { user: userView(user), orgs: orgsOfUser(svc.db, me.userId) as (typeof Me.static)["orgs"] };
       },
-      { response: { 200: Me, 401: ErrorBody }, detail: { summary: "Who is signed in, their orgs and roles", tags, ...access("session") } },
+      { response: { 200: Me, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody }, detail: { summary: "Who is signed in, their orgs and roles", tags, ...access("session") } },
     )
     .get(
       "/me/sessions",
@@ -91,7 +95,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         const me = auth.user();
         return listSessions(svc.db, me.userId, me.sessionId, svc.now());
       },
-      { response: { 200: t.Array(SessionInfo), 401: ErrorBody }, detail: { summary: "Active sessions", tags, ...access("session") } },
+      { response: { 200: t.Array(SessionInfo), 401: ErrorBody, 403: ErrorBody, 429: ErrorBody }, detail: { summary: "Active sessions", tags, ...access("session") } },
     )
     .delete(
       "/me/sessions/:id",
@@ -102,7 +106,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
       },
       {
         params: t.Object({ id: t.String({ maxLength: 100 }) }),
-        response: { 204: t.Void(), 401: ErrorBody, 404: ErrorBody },
+        response: { 204: t.Void(), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody },
         detail: { summary: "Sign out one session", tags, ...access("session") },
       },
     );

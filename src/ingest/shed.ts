@@ -1,0 +1,76 @@
+// Load shedding for ingest. Past what the machine can take, answering every request late
+// helps no one: SDKs keep their batches and retry, so a quick 503 with Retry-After is the
+// better answer, and it leaves the event loop free for /healthz and the dashboard API.
+// Three signals, each cheap to read per request:
+//  - event-loop lag (a timer that fires late means requests are queueing in front of it);
+//  - ingest requests in flight (between arrival at the handler and the answer: reading
+//    bodies, waiting for the write-ahead log). Bounding them bounds the queue, so the
+//    latency of what is accepted and the memory held by waiting bodies stay bounded;
+//  - resident memory over the bound (SEXTANT_MEMORY_MB plus the runtime's own share).
+
+export interface ShedOptions {
+  /** Lag of the event loop past which ingest sheds, in ms. */
+  maxLagMs: number;
+  /** Ingest requests being handled at once past which ingest sheds. */
+  maxInFlight: number;
+  /** Resident memory past which ingest sheds, in bytes. */
+  maxRssBytes: number;
+  /** Resident memory past which the main thread collects garbage (at most once a second), in bytes. */
+  gcAboveBytes: number;
+}
+
+export class LoadShedder {
+  private lagMs = 0;
+  private prevLagMs = 0;
+  private rss = 0;
+  inFlight = 0;
+  /** Requests answered 503 by reason, since start (for usage and the reliability figures). */
+  readonly shed = { lag: 0, in_flight: 0, memory: 0 };
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private lastGc = 0;
+
+  constructor(private o: ShedOptions) {}
+
+  start(): void {
+    const period = 50;
+    let expected = performance.now() + period;
+    this.rss = process.memoryUsage.rss();
+    this.timer = setInterval(() => {
+      const t = performance.now();
+      // Decays at once when the loop is free again, so shedding stops within a tick.
+      this.prevLagMs = this.lagMs;
+      this.lagMs = Math.max(0, t - expected);
+      expected = t + period;
+      this.rss = process.memoryUsage.rss();
+      // Over the bound, most of the excess is garbage from parsing bodies that the
+      // collector has not returned yet: collect now (at most once a second) rather than
+      // shed load that the memory could take.
+      if (this.rss > this.o.gcAboveBytes && t - this.lastGc > 1000) {
+        this.lastGc = t;
+        Bun.gc(true);
+        this.rss = process.memoryUsage.rss();
+      }
+    }, period);
+    this.timer.unref?.();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Why this request should be refused now, or null. */
+  reason(): "lag" | "in_flight" | "memory" | null {
+    if (this.inFlight >= this.o.maxInFlight) return "in_flight";
+    // Two late ticks in a row: sustained queueing, not one long pause (a GC, a big query).
+    if (this.lagMs > this.o.maxLagMs && this.prevLagMs > this.o.maxLagMs) return "lag";
+    if (this.rss > this.o.maxRssBytes) return "memory";
+    return null;
+  }
+
+  /** Counts a refusal and answers the Retry-After seconds to send. */
+  refuse(reason: "lag" | "in_flight" | "memory"): number {
+    this.shed[reason]++;
+    return reason === "memory" ? 5 : 1;
+  }
+}
