@@ -118,7 +118,9 @@ export const RUNTIME_HEADROOM_MB = 768;
 export function shedOptions(config: Pick<Config, "memoryMb">) {
   const mib = 1024 * 1024;
   return {
-    maxLagMs: 250,
+    // High on purpose: a dashboard query blocks the loop for up to hundreds of ms, and
+    // that alone must not turn ingest away (the in-flight bound catches real overload).
+    maxLagMs: 1000,
     maxInFlight: 512,
     maxRssBytes: (config.memoryMb + RUNTIME_HEADROOM_MB - 128) * mib,
     gcAboveBytes: (config.memoryMb + 256) * mib,

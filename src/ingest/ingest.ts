@@ -31,6 +31,12 @@ export const MAX_BATCH_BYTES = 512 * 1024;
 export const MAX_WEB_BYTES = 16 * 1024;
 /** Batch ids and their answers are kept at least this long (spec: retries within 8 days). */
 export const DEDUPE_KEEP_MS = 8 * 86_400_000;
+/**
+ * Batch answers younger than this stay in memory; older ones are answered from the
+ * metadata store (batch_answers, written at each checkpoint). Keeping all 8 days in memory
+ * grew without bound under steady load (found by the soak: ~150 bytes per batch).
+ */
+export const DEDUPE_MEMORY_MS = 60 * 60_000;
 
 const REC_BATCH = 1;
 const REC_WEB = 2;
@@ -156,7 +162,7 @@ export class Ingest {
       throw refuse("too_large", "body_too_large", `The body is over ${MAX_BATCH_BYTES} bytes; split the batch.`);
     }
     const dedupeKey = `${app}:${req.batchId!.toLowerCase()}`;
-    const seen = this.dedupe.get(dedupeKey);
+    const seen = this.dedupe.get(dedupeKey) ?? this.storedAnswer(app, req.batchId!.toLowerCase(), now);
     if (seen) {
       this.count(app, now, "duplicate", seen.ans.accepted + seen.ans.dropped || 1);
       return seen.ans;
@@ -378,7 +384,22 @@ export class Ingest {
   private pruneDedupe(now: number) {
     if (now - this.lastPrune < 60_000) return;
     this.lastPrune = now;
-    for (const [k, v] of this.dedupe) if (now - v.at > DEDUPE_KEEP_MS) this.dedupe.delete(k);
+    // Answers not yet written by a checkpoint stay whatever their age: memory is their only copy.
+    // The map is in answer order (oldest first): stop at the first young one.
+    let unsaved: Set<string> | undefined;
+    for (const [k, v] of this.dedupe) {
+      if (now - v.at <= DEDUPE_MEMORY_MS) break;
+      unsaved ??= new Set(this.newAnswers);
+      if (!unsaved.has(k)) this.dedupe.delete(k);
+    }
+  }
+
+  /** A batch answered more than an hour ago (or before the last start-up): the metadata store. */
+  private storedAnswer(app: number, batchId: string, now: number): { ans: BatchAnswer; at: number } | undefined {
+    const r = this.d.db
+      .query<{ answer: string; at: number }, [number, string, number]>("SELECT answer, at FROM batch_answers WHERE app = ? AND batch_id = ? AND at >= ?")
+      .get(app, batchId, now - DEDUPE_KEEP_MS);
+    return r ? { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at } : undefined;
   }
 
   /** Replays the write-ahead log records after `after` into the store, counters, quota and dedup map. */
@@ -496,7 +517,8 @@ export class Ingest {
     for (const r of db.query<{ app: number; day: string; outcome: string; count: number }, []>("SELECT * FROM usage").all()) {
       this.usage.add(r.app, r.day, r.outcome as Outcome, r.count);
     }
-    for (const r of db.query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT * FROM batch_answers WHERE at >= ?").all(this.d.now() - DEDUPE_KEEP_MS)) {
+    // The last hour only; older answers are looked up in the store when a retry comes.
+    for (const r of db.query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT * FROM batch_answers WHERE at >= ? ORDER BY at").all(this.d.now() - DEDUPE_MEMORY_MS)) {
       this.dedupe.set(`${r.app}:${r.batch_id}`, { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at });
     }
     for (const r of db.query<{ org: number; month: string; used: number }, []>("SELECT * FROM quota").all()) this.quota.restore(r.org, r.month, r.used);

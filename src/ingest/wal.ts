@@ -215,7 +215,11 @@ export class Wal {
    * ever be idle, which under steady load it never is).
    */
   async settle(): Promise<number> {
-    if (this.flushing || this.pending.frames.length > 0) {
+    // Everything appended before this call, not just the commit under way: a record
+    // queued while a commit runs goes into the next one (waiting for one commit only made
+    // usage answers miss a count now and then).
+    const target = this.lastSeq;
+    while (this.durableSeq < target && (this.flushing || this.pending.frames.length > 0)) {
       this.kick();
       await new Promise<void>((r) => this.committedWaiters.push(r));
       // Let the continuations of that commit's requests run first.

@@ -322,6 +322,31 @@ describe("quota and restarts", () => {
     }
   });
 
+  test("a retry days later is answered from the store, not from memory, and stores nothing twice", async () => {
+    const clock = new TestClock();
+    const t = await startTestServer({}, { clock });
+    try {
+      const o = await ownerHeaders(t, "late-retry@example.com");
+      const a = await newApp(t, o);
+      const id = crypto.randomUUID();
+      const body = batch([ev("x", { ts: new Date(clock.ms).toISOString() }), ev("y", { ts: new Date(clock.ms).toISOString() })]);
+      const first = await (await sendBatch(t.url, a.key, body, { batchId: id })).json();
+      expect(first).toEqual({ accepted: 2, dropped: 0 });
+      await t.server.services.scheduler.run("flush");
+      // Two days on, with other batches in between so the memory window moves on.
+      clock.advance(2 * 86_400_000);
+      for (let i = 0; i < 3; i++) {
+        clock.advance(61_000);
+        await sendBatch(t.url, a.key, batch([ev("z", { ts: new Date(clock.ms).toISOString() })]));
+      }
+      const again = await sendBatch(t.url, a.key, batch([ev("other", { ts: new Date(clock.ms).toISOString() })]), { batchId: id });
+      expect(await again.json()).toEqual(first);
+      expect(t.server.services.store.count(a.appId)).toBe(5);
+    } finally {
+      await t.stop();
+    }
+  });
+
   test("events acknowledged after a clean stop survive the next crash (log numbering continues)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sextant-renumber-"));
     const t1 = await startTestServer({ dataDir: dir });

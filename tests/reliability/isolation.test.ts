@@ -5,6 +5,8 @@
 // untouched afterwards.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { batch, newApp, ownerHeaders, sendBatch } from "../helpers/ingest.ts";
 import { permissionRows } from "../../src/http/permissions.ts";
@@ -146,6 +148,9 @@ describe("org isolation", () => {
     }
     expect(failures).toEqual([]);
     console.log(`isolation: ${rows.length} endpoints, ${calls} calls as another org's owner, all 404 and indistinguishable`);
+    if (process.env.SEXTANT_RELIABILITY_OUT) {
+      writeFileSync(join(process.env.SEXTANT_RELIABILITY_OUT, "isolation.json"), JSON.stringify({ endpoints: rows.length, calls, random_ids_per_endpoint: RANDOM_IDS, failures: failures.length }, null, 2));
+    }
   }, 120_000);
 
   test("org B is untouched: its app runs, key ingests, funnel, token, invitation and name are intact", async () => {
