@@ -121,7 +121,7 @@ export function shedOptions(config: Pick<Config, "memoryMb">) {
     // High on purpose: a dashboard query blocks the loop for up to hundreds of ms, and
     // that alone must not turn ingest away (the in-flight bound catches real overload).
     maxLagMs: 1000,
-    maxInFlight: 512,
+    maxInFlight: 128,
     maxRssBytes: (config.memoryMb + RUNTIME_HEADROOM_MB - 128) * mib,
     gcAboveBytes: (config.memoryMb + 256) * mib,
   };

@@ -2,25 +2,25 @@
 // empty directory (no node_modules anywhere near), and checks it serves.
 
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, readFileSync } from "node:fs";
+import { copyFileSync, readFileSync } from "node:fs";
 import { createHmac } from "node:crypto";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
+import { tempDir } from "./helpers/tmp.ts";
 
 const root = join(import.meta.dir, "..");
 
 describe("compiled executable", () => {
   test("builds, runs from an empty directory, serves /healthz and openapi.json, stops on SIGTERM", async () => {
     const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { build: string } };
-    const buildDir = mkdtempSync(join(tmpdir(), "sextant-build-"));
+    const buildDir = tempDir("sextant-build-");
     const out = join(buildDir, "sextant");
     // Same flags as the build script, only the output path differs.
     const args = pkg.scripts.build.replace(/^bun /, "").replace("dist/sextant", out).split(/\s+/);
     const build = Bun.spawnSync([process.execPath, ...args], { cwd: root });
     expect(build.exitCode, build.stderr.toString()).toBe(0);
 
-    const runDir = mkdtempSync(join(tmpdir(), "sextant-run-"));
+    const runDir = tempDir("sextant-run-");
     copyFileSync(out, join(runDir, "sextant"));
     Bun.spawnSync(["chmod", "+x", join(runDir, "sextant")]);
     const run = (env: Record<string, string> = {}) => spawnSextant([join(runDir, "sextant")], { SEXTANT_DATA_DIR: join(runDir, "data"), ...env }, runDir);

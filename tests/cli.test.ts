@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
+import { tempDir } from "./helpers/tmp.ts";
 
 const entry = join(import.meta.dir, "..", "bin", "sextant.ts");
-const tmp = () => mkdtempSync(join(tmpdir(), "sextant-cli-"));
+const tmp = () => tempDir("sextant-cli-");
 
 function run(args: string[], env: Record<string, string> = {}) {
   const r = Bun.spawnSync([process.execPath, entry, ...args], { env: { ...process.env, ...env }, stdin: "ignore" });

@@ -32,11 +32,11 @@ export const MAX_WEB_BYTES = 16 * 1024;
 /** Batch ids and their answers are kept at least this long (spec: retries within 8 days). */
 export const DEDUPE_KEEP_MS = 8 * 86_400_000;
 /**
- * Batch answers younger than this stay in memory; older ones are answered from the
+ * Batch answers younger than this (5 minutes: SDK retries mostly come within seconds) stay in memory; older ones are answered from the
  * metadata store (batch_answers, written at each checkpoint). Keeping all 8 days in memory
  * grew without bound under steady load (found by the soak: ~150 bytes per batch).
  */
-export const DEDUPE_MEMORY_MS = 60 * 60_000;
+export const DEDUPE_MEMORY_MS = 5 * 60_000;
 
 const REC_BATCH = 1;
 const REC_WEB = 2;
@@ -394,7 +394,7 @@ export class Ingest {
     }
   }
 
-  /** A batch answered more than an hour ago (or before the last start-up): the metadata store. */
+  /** A batch answered minutes ago or more (or before the last start-up): the metadata store. */
   private storedAnswer(app: number, batchId: string, now: number): { ans: BatchAnswer; at: number } | undefined {
     const r = this.d.db
       .query<{ answer: string; at: number }, [number, string, number]>("SELECT answer, at FROM batch_answers WHERE app = ? AND batch_id = ? AND at >= ?")
@@ -517,7 +517,7 @@ export class Ingest {
     for (const r of db.query<{ app: number; day: string; outcome: string; count: number }, []>("SELECT * FROM usage").all()) {
       this.usage.add(r.app, r.day, r.outcome as Outcome, r.count);
     }
-    // The last hour only; older answers are looked up in the store when a retry comes.
+    // The last minutes only; older answers are looked up in the store when a retry comes.
     for (const r of db.query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT * FROM batch_answers WHERE at >= ? ORDER BY at").all(this.d.now() - DEDUPE_MEMORY_MS)) {
       this.dedupe.set(`${r.app}:${r.batch_id}`, { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at });
     }

@@ -1,11 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDb, migrate } from "../../src/domain/db.ts";
 import { MIGRATIONS } from "../../src/domain/migrations.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
-const tmp = () => mkdtempSync(join(tmpdir(), "sextant-db-"));
+const tmp = () => tempDir("sextant-db-");
 
 describe("metadata store", () => {
   test("opens in WAL mode with foreign keys and every migration applied", () => {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { errorCode, startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
 import { batch, newApp, ownerHeaders, sendBatch } from "../helpers/ingest.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 let s: TestServer;
 const clock = new TestClock();
@@ -50,7 +50,7 @@ describe("exports", () => {
     const dl = await fetch(res.url.replace(s.server.services.config.publicUrl, s.url));
     expect(dl.status).toBe(200);
     expect(dl.headers.get("content-disposition")).toContain("sextant-export.parquet");
-    const file = join(mkdtempSync(join(tmpdir(), "sextant-export-")), "e.parquet");
+    const file = join(tempDir("sextant-export-"), "e.parquet");
     writeFileSync(file, new Uint8Array(await dl.arrayBuffer()));
     const db = await DuckDBInstance.create(":memory:");
     const c = await db.connect();
@@ -98,7 +98,7 @@ describe("exports", () => {
 
 describe("jobs across restarts", () => {
   test("a job left running by a crash is resumed at start-up and finishes", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sextant-jobs-"));
+    const dir = tempDir("sextant-jobs-");
     const t1 = await startTestServer({ dataDir: dir });
     const o = await ownerHeaders(t1, "jobs@example.com");
     const a = await newApp(t1, o);

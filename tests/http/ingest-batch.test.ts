@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { errorCode, startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
 import { batch, ev, newApp, ownerHeaders, sendBatch, SYSTEM } from "../helpers/ingest.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 let s: TestServer;
 // Starts at real time: the helpers stamp events with the real clock.
@@ -278,7 +278,7 @@ describe("the spec's Limits table, row by row", () => {
 
 describe("quota and restarts", () => {
   test("over the org's limit: accepted up to hard_limit_percent, then over_quota", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sextant-plans-"));
+    const dir = tempDir("sextant-plans-");
     writeFileSync(join(dir, "plans.json"), JSON.stringify([{ id: "free", events_per_month: 10, price_usd_month: 0 }]));
     const t = await startTestServer({ plansFile: join(dir, "plans.json"), hardLimitPercent: 120 });
     try {
@@ -300,7 +300,7 @@ describe("quota and restarts", () => {
   });
 
   test("a retry after a restart gets the first answer and stores nothing twice", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sextant-restart-"));
+    const dir = tempDir("sextant-restart-");
     const t1 = await startTestServer({ dataDir: dir });
     const o = await ownerHeaders(t1, "restart@example.com");
     const a = await newApp(t1, o);
@@ -348,7 +348,7 @@ describe("quota and restarts", () => {
   });
 
   test("events acknowledged after a clean stop survive the next crash (log numbering continues)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sextant-renumber-"));
+    const dir = tempDir("sextant-renumber-");
     const t1 = await startTestServer({ dataDir: dir });
     const o = await ownerHeaders(t1, "renumber@example.com");
     const a = await newApp(t1, o);

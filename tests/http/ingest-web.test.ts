@@ -5,6 +5,7 @@ import { gunzipSync } from "node:zlib";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { errorCode, startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
 import { newApp, ownerHeaders, sendWeb } from "../helpers/ingest.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 const CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
 const IPHONE = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1";
@@ -258,7 +259,7 @@ describe("durability of web events", () => {
   test("after a restart the log replays the same events, sessions continue, nothing twice", async () => {
     const { mkdtempSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
-    const dir = mkdtempSync(join(tmpdir(), "sextant-web-replay-"));
+    const dir = tempDir("sextant-web-replay-");
     const c = new TestClock(Date.UTC(2026, 10, 20, 9, 0, 0));
     const t1 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock: c });
     const o = await ownerHeaders(t1, "replay@example.com");

@@ -2,18 +2,18 @@
 // be there exactly once, and the server must answer as before the crash.
 
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { batch, newApp, ownerHeaders, sendBatch } from "../helpers/ingest.ts";
 import { checkpoint, type CheckpointCrash } from "../../src/checkpoint.ts";
 import { dayNumber } from "../../src/store/rollups.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 const PER = 5;
 
 async function world() {
-  const dir = mkdtempSync(join(tmpdir(), "sextant-crashpoint-"));
+  const dir = tempDir("sextant-crashpoint-");
   const s = await startTestServer({ dataDir: dir, trustProxy: true });
   const o = await ownerHeaders(s, "cp@example.com");
   const app = await newApp(s, o);

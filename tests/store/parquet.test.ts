@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { HeadChunk, eventsOf } from "../../src/store/chunk.ts";
 import { readPartition, writePartition, MAX_PROP_COLUMNS } from "../../src/store/parquet.ts";
 import { canonical, randomEvents } from "../helpers/events.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 function head(events: ReturnType<typeof randomEvents>) {
   const h = new HeadChunk(events[0]!.app);
@@ -56,7 +56,7 @@ describe("partitions in Parquet", () => {
   test("the file opens in DuckDB with timestamps, strings and property columns", async () => {
     const events = randomEvents(3, 2000, { seed: 11, web: true });
     const h = head(events);
-    const file = join(mkdtempSync(join(tmpdir(), "sextant-pq-")), "p.parquet");
+    const file = join(tempDir("sextant-pq-"), "p.parquet");
     writeFileSync(file, writePartition([{ chunk: h, rows: all(h.n) }], { app: 3, tag: 1 }).bytes);
     const db = await DuckDBInstance.create(":memory:");
     const c = await db.connect();

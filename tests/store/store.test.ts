@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { EventStore } from "../../src/store/store.ts";
 import { createLogger } from "../../src/log.ts";
@@ -8,10 +7,11 @@ import { DAY_MS, dayNumber, medianOf } from "../../src/store/rollups.ts";
 import type { StoredEvent } from "../../src/store/event.ts";
 import { canonical, randomEvents } from "../helpers/events.ts";
 import { refDaily, refMedian } from "../helpers/reference.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 const log = createLogger("silent");
 const mk = (dir: string, cacheBytes = 64 << 20) => new EventStore({ dir, log, cacheBytes, flushEvents: 1e9 });
-const tmp = () => mkdtempSync(join(tmpdir(), "sextant-store-"));
+const tmp = () => tempDir("sextant-store-");
 const files = (dir: string) => {
   const out: string[] = [];
   const walk = (d: string) => {
@@ -175,7 +175,7 @@ describe("generated data through several checkpoints", () => {
     const { createOrg } = await import("../../src/domain/orgs.ts");
     const { createApp } = await import("../../src/domain/apps.ts");
     const { runGenerate } = await import("../../src/generate-run.ts");
-    const dir = mkdtempSync(join(tmpdir(), "sextant-gen-"));
+    const dir = tempDir("sextant-gen-");
     const base = { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" as const };
     const s = await startServer(loadConfig([], {}, base));
     const u = ensureUser(s.services.db, "g@example.com", Date.now());
