@@ -89,15 +89,14 @@ export const HANDLED_EVENTS = [
 ] as const;
 
 export class Billing {
-  private cache = new Map<number, { at: number; r: Resolved; orgPlan: string; row: BillingRow | null }>();
-  private free: Plan;
+  /** Per org: the resolved state and until when it holds (TTL, or the next time-driven change). */
+  private cache = new Map<number, { until: number; r: Resolved }>();
 
   constructor(
     private db: Db,
     private opts: BillingOptions,
     private now: () => number,
   ) {
-    this.free = planById(opts.plans, "free");
     onAppsChanged(db, () => this.cache.clear());
   }
 
@@ -117,15 +116,16 @@ export class Billing {
   resolved(orgId: number): Resolved {
     const t = this.now();
     const hit = this.cache.get(orgId);
-    // A cached state is recomputed when its TTL passes; time-driven changes (grace over,
-    // cancel_at reached) are recomputed from the cached row, so they apply at once.
-    if (hit && t - hit.at < CACHE_TTL_MS) return resolve(hit.orgPlan, hit.row, this.opts.plans, t);
+    if (hit && t < hit.until) return hit.r;
     const org = this.db.query<{ plan: string }, [number]>("SELECT plan FROM orgs WHERE id = ?").get(orgId);
     const row = this.db.query<BillingRow, [number]>("SELECT * FROM billing WHERE org_id = ?").get(orgId) ?? null;
-    const orgPlan = org?.plan ?? "free";
-    const r = resolve(orgPlan, row, this.opts.plans, t);
+    const r = resolve(org?.plan ?? "free", row, this.opts.plans, t);
+    // Held until the TTL passes or, sooner, until a grace period ends or a scheduled end
+    // comes: those change the limit with no event, and must apply at once.
+    let until = t + CACHE_TTL_MS;
+    for (const at of [r.graceUntil, r.cancelAt]) if (at !== null && at > t) until = Math.min(until, at);
     if (this.cache.size > 100_000) this.cache.clear();
-    this.cache.set(orgId, { at: t, r, orgPlan, row });
+    this.cache.set(orgId, { until, r });
     return r;
   }
 
