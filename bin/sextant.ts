@@ -107,8 +107,15 @@ async function generateCommand(args: string[]): Promise<number> {
 }
 
 async function orgCommand(args: string[]): Promise<number> {
-  const words = args.filter((a, i) => !a.startsWith("--") && !(i > 0 && args[i - 1]!.startsWith("--") && !args[i - 1]!.includes("=")));
-  const flags = args.filter((a) => !words.includes(a));
+  // Words are what no option takes: `--name value`, `--name=value`, `--trust-proxy` alone.
+  const words: string[] = [];
+  const flags: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (!a.startsWith("--")) words.push(a);
+    else if (a.includes("=") || a === "--trust-proxy") flags.push(a);
+    else flags.push(a, ...(args[i + 1] !== undefined ? [args[++i]!] : []));
+  }
   const [sub, ...operands] = words;
   const config = loadConfig(flags);
   const { openOrgAdmin } = await import("../src/org-admin.ts");

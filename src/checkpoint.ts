@@ -106,6 +106,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
     throw e;
   }
   d.store.finishFlush(heads, written);
+  d.ingest.markSaved(ingestState);
   if (crashAt === "after-commit") throw new SimulatedCrash(crashAt);
   d.ingest.dropLog(seq);
   const ms = Math.round(performance.now() - t0);

@@ -14,7 +14,7 @@ import { SignIn } from "./domain/signin.ts";
 import { getOrCreateSetting } from "./domain/settings.ts";
 import { randomToken } from "./util/secrets.ts";
 import { Scheduler } from "./scheduler/scheduler.ts";
-import { standardJobs } from "./scheduler/jobs.ts";
+import { scheduleProblems, standardJobs } from "./scheduler/jobs.ts";
 import { openStorage } from "./storage.ts";
 import { recoverJobs } from "./domain/jobs.ts";
 import { purgeExpiredExports, runExportJobs } from "./export.ts";
@@ -56,6 +56,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const plans = loadPlans(config);
   const log = opts.logger ?? createLogger(config.log, opts.logSink);
   const now = opts.now ?? Date.now;
+  const badSchedule = scheduleProblems(config.jobSchedule);
+  if (badSchedule.length) throw new ConfigError(`SEXTANT_JOB_SCHEDULE: ${badSchedule.join("; ")}`);
   if (config.stripeSecretKey && !config.stripeWebhookSecret) {
     throw new ConfigError("SEXTANT_STRIPE_WEBHOOK_SECRET must be set with SEXTANT_STRIPE_SECRET_KEY: without webhooks no payment would change a plan");
   }
@@ -157,14 +159,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     billingSweep: () => billing.sweep(),
   })) {
     const pattern = config.jobSchedule[job.name];
-    try {
-      scheduler.add(pattern ? { ...job, pattern } : job);
-    } catch (e) {
-      throw new ConfigError(`SEXTANT_JOB_SCHEDULE: ${job.name}=${pattern}: ${(e as Error).message}`);
-    }
-  }
-  for (const name of Object.keys(config.jobSchedule)) {
-    if (!scheduler.names().includes(name)) throw new ConfigError(`SEXTANT_JOB_SCHEDULE: no job named ${name} (jobs: ${scheduler.names().join(", ")})`);
+    scheduler.add(pattern ? { ...job, pattern } : job);
   }
   ingest.shedder.start();
   fast = ingestHandlers(services);

@@ -32,7 +32,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
     const db = openDb(config.dataDir);
     const billing = new Billing(
       db,
-      { plans, prices: config.stripePrices, provider, publicUrl: () => config.publicUrl, hardLimitPercent: config.hardLimitPercent },
+      { plans, prices: config.stripePrices, provider, publicUrl: () => config.publicUrl, hardLimitPercent: config.hardLimitPercent, log },
       now,
     );
     const memory = config.memoryMb * 1024 * 1024;

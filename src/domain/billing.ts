@@ -19,6 +19,7 @@ import { conflict, DomainError, invalid } from "./errors.ts";
 import { planById, type Plan } from "./plans.ts";
 import type { Actor } from "./roles.ts";
 import { appsChanged, onAppsChanged } from "./changes.ts";
+import type { Logger } from "../log.ts";
 
 export type BillingStatus = "none" | "active" | "past_due" | "canceled";
 export const GRACE_MS = 7 * 86_400_000;
@@ -50,7 +51,7 @@ export interface Resolved {
 
 /** What the payment provider does for us; src/domain/stripe.ts speaks Stripe. */
 export interface PaymentProvider {
-  createCustomer(p: { orgId: number; orgName: string }): Promise<string>;
+  createCustomer(p: { orgId: number; orgName: string; orgCreatedAt: number }): Promise<string>;
   createCheckout(p: { customerId: string; priceId: string; orgId: number; planId: string; successUrl: string; cancelUrl: string }): Promise<string>;
   createPortal(p: { customerId: string; returnUrl: string }): Promise<string>;
   /** Ends a subscription now (the org is being deleted). */
@@ -68,6 +69,8 @@ export interface ProviderEvent {
 }
 
 export type EventOutcome = "applied" | "duplicate" | "stale" | "ignored" | "unknown_org";
+/** What applying an event did, and a replaced subscription to cancel at the provider. */
+type Applied = { outcome: EventOutcome; orgId: number | null; cancel?: string };
 
 export interface BillingOptions {
   plans: Plan[];
@@ -77,6 +80,7 @@ export interface BillingOptions {
   /** Read when a URL is built: the server learns its port after binding. */
   publicUrl: () => string;
   hardLimitPercent: number;
+  log?: Logger;
 }
 
 export const HANDLED_EVENTS = [
@@ -177,7 +181,7 @@ export class Billing {
     }
     let customerId = r.customerId;
     if (!customerId) {
-      customerId = await provider.createCustomer({ orgId, orgName: org.name });
+      customerId = await provider.createCustomer({ orgId, orgName: org.name, orgCreatedAt: org.created_at });
       // Two checkouts at once create one customer (the provider call is idempotent per
       // org); the first stored id wins.
       this.db
@@ -214,7 +218,7 @@ export class Billing {
     // With Stripe turned off on this server there is nothing to call: the operator's job.
     if (!r.subscriptionId || (r.status !== "active" && r.status !== "past_due") || !this.opts.provider) return;
     await this.opts.provider.cancelSubscription(r.subscriptionId);
-    this.end(orgId, this.now());
+    this.end(orgId);
     this.changed();
   }
 
@@ -223,13 +227,27 @@ export class Billing {
     const provider = this.requireProvider();
     if (!signature) throw invalid("bad_signature", "The Stripe-Signature header is missing.");
     const event = await provider.verifyEvent(payload, signature, this.now());
-    return { received: true, outcome: this.apply(event) };
+    const { outcome, orgId, cancel } = this.apply(event);
+    if (outcome !== "applied" && outcome !== "duplicate") {
+      this.opts.log?.info("billing event not applied", { event: event.id, type: event.type, outcome, org: orgId });
+    }
+    if (cancel) {
+      // The org switched to a new subscription while the old one was still paid for.
+      await provider.cancelSubscription(cancel).catch((e) =>
+        this.opts.log?.error("could not cancel a replaced subscription; cancel it in the Stripe dashboard", {
+          subscription: cancel,
+          org: orgId,
+          error: (e as Error).message,
+        }),
+      );
+    }
+    return { received: true, outcome };
   }
 
-  /** Applies one verified event; exported for tests of the state machine alone. */
-  apply(event: ProviderEvent): EventOutcome {
+  /** Applies one verified event, once per event id. */
+  private apply(event: ProviderEvent): Applied {
     const now = this.now();
-    const outcome = this.db.transaction((): { outcome: EventOutcome; orgId: number | null } => {
+    const outcome = this.db.transaction((): Applied => {
       const seen = this.db.query<{ id: string }, [string]>("SELECT id FROM billing_events WHERE id = ?").get(event.id);
       if (seen) return { outcome: "duplicate", orgId: null };
       const result = this.applyFresh(event, now);
@@ -239,7 +257,7 @@ export class Billing {
       return result;
     })();
     if (outcome.outcome === "applied") this.changed();
-    return outcome.outcome;
+    return outcome;
   }
 
   /** Sets an org's plan by hand (`sextant org set-plan`): for servers without billing, or support. */
@@ -257,7 +275,7 @@ export class Billing {
   settle(orgId: number): void {
     const row = this.db.query<BillingRow, [number]>("SELECT * FROM billing WHERE org_id = ?").get(orgId);
     if (row && row.cancel_at !== null && row.cancel_at <= this.now() && (row.status === "active" || row.status === "past_due")) {
-      this.end(orgId, this.now());
+      this.end(orgId);
       this.changed();
     }
   }
@@ -267,7 +285,7 @@ export class Billing {
     const rows = this.db
       .query<{ org_id: number }, [number]>("SELECT org_id FROM billing WHERE cancel_at IS NOT NULL AND cancel_at <= ? AND status IN ('active','past_due')")
       .all(this.now());
-    for (const r of rows) this.end(r.org_id, this.now());
+    for (const r of rows) this.end(r.org_id);
     // Stripe retries a delivery for up to 3 days; ids older than 90 days are not needed.
     this.db.query("DELETE FROM billing_events WHERE received_at < ?").run(this.now() - 90 * 86_400_000);
     if (rows.length) this.changed();
@@ -299,22 +317,29 @@ export class Billing {
       .run(...keys.map((k) => set[k] as string | number | null), this.now(), orgId);
   }
 
-  private end(orgId: number, _at: number) {
+  private end(orgId: number) {
     this.db.transaction(() => {
       this.update(orgId, { status: "canceled", cancel_at: null, grace_until: null });
       this.db.query("UPDATE orgs SET plan = 'free' WHERE id = ?").run(orgId);
     })();
   }
 
+  /**
+   * The org an object is about: by its customer first (the customer is created per org),
+   * else by the org id in its metadata, and then only if that org has no other customer
+   * (an org id freed by a purge and given to a new org must not inherit late events).
+   */
   private orgFor(obj: Record<string, unknown>, ...refs: unknown[]): number | null {
-    for (const ref of refs) {
-      const id = typeof ref === "string" && /^\d{1,15}$/.test(ref) ? Number(ref) : null;
-      if (id && this.db.query("SELECT id FROM orgs WHERE id = ?").get(id)) return id;
-    }
     const customer = idOf(obj.customer);
     if (customer) {
       const row = this.db.query<{ org_id: number }, [string]>("SELECT org_id FROM billing WHERE customer_id = ?").get(customer);
       if (row) return row.org_id;
+    }
+    for (const ref of refs) {
+      const id = typeof ref === "string" && /^\d{1,15}$/.test(ref) ? Number(ref) : null;
+      if (!id || !this.db.query("SELECT id FROM orgs WHERE id = ?").get(id)) continue;
+      const own = this.db.query<{ customer_id: string | null }, [number]>("SELECT customer_id FROM billing WHERE org_id = ?").get(id)?.customer_id ?? null;
+      if (own === null || own === customer) return id;
     }
     return null;
   }
@@ -325,7 +350,7 @@ export class Billing {
     return null;
   }
 
-  private applyFresh(event: ProviderEvent, now: number): { outcome: EventOutcome; orgId: number | null } {
+  private applyFresh(event: ProviderEvent, now: number): Applied {
     const obj = event.data?.object ?? {};
     const at = Number.isFinite(event.created) ? event.created * 1000 : now;
     const meta = (obj.metadata ?? {}) as Record<string, unknown>;
@@ -357,14 +382,24 @@ export class Billing {
         const row = this.row(orgId);
         const sub = idOf(obj.id);
         if (at < row.last_event_at) return { outcome: "stale", orgId };
-        // Events of an older subscription (replaced by a new checkout) change nothing.
-        if (sub && row.subscription_id && sub !== row.subscription_id && event.type !== "customer.subscription.created" && row.status !== "canceled") {
-          return { outcome: "ignored", orgId };
-        }
+        // An ended subscription never comes back (Stripe's times are in seconds: an update
+        // from the same second as the deletion can arrive after it).
         const status = String(obj.status ?? "");
-        if (event.type === "customer.subscription.deleted" || status === "canceled" || status === "incomplete_expired") {
-          if (row.subscription_id && sub && sub !== row.subscription_id && (row.status === "active" || row.status === "past_due")) return { outcome: "ignored", orgId };
-          this.end(orgId, at);
+        const ends = event.type === "customer.subscription.deleted" || status === "canceled" || status === "incomplete_expired";
+        if (!ends && sub && sub === row.subscription_id && row.status === "canceled") return { outcome: "stale", orgId };
+        const paying = row.status === "active" || row.status === "past_due";
+        let replaced: string | null = null;
+        if (sub && row.subscription_id && sub !== row.subscription_id && paying) {
+          // Another subscription while one is paid for: two checkouts completed (a second
+          // tab). Events ending or updating the other one change nothing; a new one that
+          // is paid takes over, and the old one is canceled so the org never pays twice.
+          if (event.type !== "customer.subscription.created" || ends || !(status === "active" || status === "trialing")) {
+            return { outcome: "ignored", orgId };
+          }
+          replaced = row.subscription_id;
+        }
+        if (ends) {
+          this.end(orgId);
           this.update(orgId, { subscription_id: sub ?? row.subscription_id, last_event_at: at });
           return { outcome: "applied", orgId };
         }
@@ -386,7 +421,7 @@ export class Billing {
           const plan = this.planForPrice(idOf((items.price as Record<string, unknown> | undefined)?.id ?? items.price)) ?? (typeof meta.plan === "string" ? meta.plan : null);
           if (plan && this.opts.plans.some((p) => p.id === plan)) this.db.query("UPDATE orgs SET plan = ? WHERE id = ?").run(plan, orgId);
         }
-        return { outcome: "applied", orgId };
+        return { outcome: "applied", orgId, ...(replaced ? { cancel: replaced } : {}) };
       }
       case "invoice.paid":
       case "invoice.payment_failed": {
@@ -397,13 +432,15 @@ export class Billing {
         const row = this.row(orgId);
         if (at < row.last_event_at) return { outcome: "stale", orgId };
         const sub = idOf(parent?.subscription ?? obj.subscription);
-        if (sub && row.subscription_id && sub !== row.subscription_id) return { outcome: "ignored", orgId };
+        // Only invoices of the org's current subscription; one that comes before the
+        // subscription is known changes nothing (the subscription's own event will).
+        if (!row.subscription_id || (sub && sub !== row.subscription_id)) return { outcome: "ignored", orgId };
         if (row.status === "canceled") return { outcome: "ignored", orgId };
         if (event.type === "invoice.paid") {
           const lines = ((obj.lines as { data?: { period?: { end?: unknown } }[] } | undefined)?.data ?? [])[0];
           const periodEnd = secondsToMs(lines?.period?.end);
           this.update(orgId, {
-            status: row.status === "none" && !sub && !row.subscription_id ? "none" : "active",
+            status: "active",
             grace_until: null,
             last_event_at: at,
             ...(periodEnd !== null ? { period_end: periodEnd } : {}),

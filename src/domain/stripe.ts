@@ -39,11 +39,12 @@ export function stripeProvider(opts: { secretKey: string; webhookSecret: string;
   };
 
   return {
-    async createCustomer({ orgId, orgName }) {
+    async createCustomer({ orgId, orgName, orgCreatedAt }) {
       const c = await call("customers.create", () =>
         // One customer per org even when two checkouts start at once (Stripe keeps
-        // idempotency keys for 24 hours).
-        stripe.customers.create({ name: orgName, metadata: { org_id: String(orgId) } }, { idempotencyKey: `sextant-org-${orgId}-customer` }),
+        // idempotency keys for 24 hours); the creation time tells apart an org that got
+        // the id of a purged one.
+        stripe.customers.create({ name: orgName, metadata: { org_id: String(orgId) } }, { idempotencyKey: `sextant-org-${orgId}-${orgCreatedAt}-customer` }),
       );
       return c.id;
     },

@@ -41,18 +41,19 @@ export function ingestHandlers(svc: Services) {
     return errorResponse(500, "internal_error", "Something went wrong on our side; it has been logged.");
   };
   const h = (req: Request, name: string) => req.headers.get(name);
-  // Checked before the body is read: a refusal must cost next to nothing.
-  const overloaded = (): Response | null => {
-    const why = ingest.shedder.reason();
+  // Checked before the body is read: a refusal must cost next to nothing. One client may
+  // hold at most PER_CLIENT_IN_FLIGHT of the slots, so a few slow uploads cannot take them all.
+  const overloaded = (address: string): Response | null => {
+    const why = ingest.shedder.reason(address);
     if (!why) return null;
     const wait = ingest.shedder.refuse(why);
     return errorResponse(503, "overloaded", "The server is over capacity; keep the events and retry after the delay.", { "retry-after": String(wait) });
   };
   return {
     async batch(req: Request, address: string): Promise<Response> {
-      const shed = overloaded();
+      const shed = overloaded(address);
       if (shed) return shed;
-      ingest.shedder.inFlight++;
+      ingest.shedder.enter(address);
       try {
         const encoding = (h(req, "content-encoding") ?? "").trim().toLowerCase();
         if (encoding !== "" && encoding !== "identity" && encoding !== "gzip") {
@@ -70,13 +71,13 @@ export function ingestHandlers(svc: Services) {
       } catch (e) {
         return fail(e);
       } finally {
-        ingest.shedder.inFlight--;
+        ingest.shedder.leave(address);
       }
     },
     async web(req: Request, address: string): Promise<Response> {
-      const shed = overloaded();
+      const shed = overloaded(address);
       if (shed) return shed;
-      ingest.shedder.inFlight++;
+      ingest.shedder.enter(address);
       try {
         // text() is the cheapest way Bun hands over a small body (measured: about 2 µs
         // less CPU per request than arrayBuffer()); the log record re-encodes it.
@@ -97,7 +98,7 @@ export function ingestHandlers(svc: Services) {
       } catch (e) {
         return fail(e);
       } finally {
-        ingest.shedder.inFlight--;
+        ingest.shedder.leave(address);
       }
     },
     preflight(req: Request): Response {

@@ -113,7 +113,8 @@ export class Ingest {
   readonly salts: Salts;
   private sessions = new WebSessions();
   private wal: Wal;
-  private dedupe = new Map<string, { ans: BatchAnswer; at: number }>();
+  /** Batch answers by app:batch id, oldest first; `saved` once a checkpoint has committed it to batch_answers. */
+  private dedupe = new Map<string, { ans: BatchAnswer; at: number; saved?: boolean }>();
   /** Batch answers added since the last checkpoint (written to the metadata store then). */
   private newAnswers: string[] = [];
   private inflight = new Set<string>();
@@ -385,12 +386,12 @@ export class Ingest {
     if (now - this.lastPrune < 60_000) return;
     this.lastPrune = now;
     // Answers not yet written by a checkpoint stay whatever their age: memory is their only copy.
-    // The map is in answer order (oldest first): stop at the first young one.
-    let unsaved: Set<string> | undefined;
+    // The map is in answer order (oldest first): stop at the first young one. An answer
+    // not yet committed by a checkpoint stays whatever its age: memory is its only copy
+    // (a checkpoint under way has taken it but not written it yet).
     for (const [k, v] of this.dedupe) {
       if (now - v.at <= DEDUPE_MEMORY_MS) break;
-      unsaved ??= new Set(this.newAnswers);
-      if (!unsaved.has(k)) this.dedupe.delete(k);
+      if (v.saved) this.dedupe.delete(k);
     }
   }
 
@@ -488,6 +489,14 @@ export class Ingest {
     };
   }
 
+  /** A checkpoint committed: its batch answers are in the store and may leave memory. */
+  markSaved(s: IngestSnapshot): void {
+    for (const k of s.answerKeys) {
+      const v = this.dedupe.get(k);
+      if (v) v.saved = true;
+    }
+  }
+
   /** A checkpoint that failed: its batch answers are written by the next one. */
   unsnapshot(s: IngestSnapshot): void {
     this.newAnswers = [...s.answerKeys, ...this.newAnswers];
@@ -519,7 +528,7 @@ export class Ingest {
     }
     // The last minutes only; older answers are looked up in the store when a retry comes.
     for (const r of db.query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT * FROM batch_answers WHERE at >= ? ORDER BY at").all(this.d.now() - DEDUPE_MEMORY_MS)) {
-      this.dedupe.set(`${r.app}:${r.batch_id}`, { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at });
+      this.dedupe.set(`${r.app}:${r.batch_id}`, { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at, saved: true });
     }
     for (const r of db.query<{ org: number; month: string; used: number }, []>("SELECT * FROM quota").all()) this.quota.restore(r.org, r.month, r.used);
     const ws = db.query<{ value: Uint8Array }, []>("SELECT value FROM checkpoint WHERE key = 'web_sessions'").get();

@@ -20,6 +20,8 @@ export interface ShedOptions {
 }
 
 export class LoadShedder {
+  /** Ingest requests being handled, per client address (memory only, never logged). */
+  private perClient = new Map<string, number>();
   private lagMs = 0;
   private prevLagMs = 0;
   private rss = 0;
@@ -28,6 +30,7 @@ export class LoadShedder {
   readonly shed = { lag: 0, in_flight: 0, memory: 0 };
   private timer: ReturnType<typeof setInterval> | null = null;
   private lastGc = 0;
+  private gcEveryMs = 1000;
 
   constructor(private o: ShedOptions) {}
 
@@ -45,10 +48,14 @@ export class LoadShedder {
       // Over the bound, most of the excess is garbage from parsing bodies that the
       // collector has not returned yet: collect now (at most once a second) rather than
       // shed load that the memory could take.
-      if (this.rss > this.o.gcAboveBytes && t - this.lastGc > 1000) {
+      if (this.rss > this.o.gcAboveBytes && t - this.lastGc > this.gcEveryMs) {
         this.lastGc = t;
+        const before = this.rss;
         Bun.gc(true);
         this.rss = process.memoryUsage.rss();
+        // A collection that freed little will not free more a second later: back off (up
+        // to a minute) rather than block the loop every second while RSS stays high.
+        this.gcEveryMs = this.rss > before * 0.95 ? Math.min(this.gcEveryMs * 2, 60_000) : 1000;
       }
     }, period);
     this.timer.unref?.();
@@ -59,9 +66,22 @@ export class LoadShedder {
     this.timer = null;
   }
 
+  enter(address: string): void {
+    this.inFlight++;
+    this.perClient.set(address, (this.perClient.get(address) ?? 0) + 1);
+  }
+
+  leave(address: string): void {
+    this.inFlight--;
+    const n = (this.perClient.get(address) ?? 1) - 1;
+    if (n <= 0) this.perClient.delete(address);
+    else this.perClient.set(address, n);
+  }
+
   /** Why this request should be refused now, or null. */
-  reason(): "lag" | "in_flight" | "memory" | null {
+  reason(address?: string): "lag" | "in_flight" | "memory" | null {
     if (this.inFlight >= this.o.maxInFlight) return "in_flight";
+    if (address !== undefined && (this.perClient.get(address) ?? 0) >= Math.max(1, this.o.maxInFlight >> 3)) return "in_flight";
     // Two late ticks in a row: sustained queueing, not one long pause (a GC, a big query).
     if (this.lagMs > this.o.maxLagMs && this.prevLagMs > this.o.maxLagMs) return "lag";
     if (this.rss > this.o.maxRssBytes) return "memory";

@@ -52,6 +52,8 @@ export class Wal {
   lastSeq = 0;
   /** The highest sequence number known to be on disk. */
   durableSeq = 0;
+  /** Last seq of any commit tried, written or failed: what settle() waits for. */
+  private attemptedSeq = 0;
 
   private constructor(
     private dir: string,
@@ -112,6 +114,7 @@ export class Wal {
       }
     }
     this.durableSeq = this.lastSeq;
+    this.attemptedSeq = this.lastSeq;
     return { records, truncated };
   }
 
@@ -173,11 +176,13 @@ export class Wal {
         const { newSegment } = await this.writer.commit(batch.frames, batch.firstSeq);
         if (newSegment) this.segments.push(newSegment);
         this.durableSeq = Math.max(this.durableSeq, batch.lastSeq);
+        this.attemptedSeq = Math.max(this.attemptedSeq, batch.lastSeq);
         for (const f of batch.onDurable) f();
         for (const w of batch.waiters) w.resolve();
         // Queued after the waiters' continuations: whoever waits here sees them applied.
         this.notifyCommitted();
       } catch (e) {
+        this.attemptedSeq = Math.max(this.attemptedSeq, batch.lastSeq);
         const err = new WalWriteError(`write-ahead log write failed: ${(e as Error).message}`);
         this.log.error("write-ahead log write failed; answering 503 until it works again", { error: (e as Error).message });
         for (const w of batch.waiters) w.reject(err);
@@ -218,8 +223,10 @@ export class Wal {
     // Everything appended before this call, not just the commit under way: a record
     // queued while a commit runs goes into the next one (waiting for one commit only made
     // usage answers miss a count now and then).
+    // Tried, not necessarily written: while the disk refuses writes, waiting for them to be
+    // durable would hang checkpoints and usage answers behind a steady stream of appends.
     const target = this.lastSeq;
-    while (this.durableSeq < target && (this.flushing || this.pending.frames.length > 0)) {
+    while (this.attemptedSeq < target && (this.flushing || this.pending.frames.length > 0)) {
       this.kick();
       await new Promise<void>((r) => this.committedWaiters.push(r));
       // Let the continuations of that commit's requests run first.

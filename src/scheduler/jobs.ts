@@ -5,6 +5,7 @@ import type { Logger } from "../log.ts";
 import { purgeDeletedApps, purgeDeletedOrgs, purgeOldInvitations } from "../domain/purge.ts";
 import { purgeExpiredSignIns } from "../domain/signin.ts";
 import type { JobSpec } from "./scheduler.ts";
+import { Cron } from "croner";
 import type { EventStore } from "../store/store.ts";
 
 export interface JobDeps {
@@ -22,6 +23,37 @@ export interface JobDeps {
   dropAppData: (appIds: number[]) => Promise<void> | void;
   /** Ends subscriptions whose scheduled end has passed; answers how many (domain/billing.ts). */
   billingSweep: () => number;
+}
+
+/** Every job's name, for checking SEXTANT_JOB_SCHEDULE before anything starts. */
+export const JOB_NAMES = [
+  "flush",
+  "flush-if-large",
+  "compact",
+  "rollups",
+  "purge-deleted-orgs",
+  "purge-deleted-apps",
+  "rotate-salts",
+  "exports",
+  "purge-expired-exports",
+  "purge-expired-sign-ins",
+  "billing-sweep",
+] as const;
+
+/** Problems with a job schedule override: unknown names, invalid patterns. */
+export function scheduleProblems(schedule: Record<string, string>): string[] {
+  const out: string[] = [];
+  for (const [name, pattern] of Object.entries(schedule)) {
+    if (!(JOB_NAMES as readonly string[]).includes(name)) out.push(`no job named ${name} (jobs: ${JOB_NAMES.join(", ")})`);
+    else {
+      try {
+        new Cron(pattern, { paused: true, timezone: "UTC" }).stop();
+      } catch (e) {
+        out.push(`${name}=${pattern}: ${(e as Error).message}`);
+      }
+    }
+  }
+  return out;
 }
 
 export function standardJobs(d: JobDeps): JobSpec[] {

@@ -380,6 +380,45 @@ describe("webhook deliveries", () => {
     expect(await deliverOk(stripeEvent("customer.subscription.deleted", ended, nowS() + 60))).toBe("applied");
   });
 
+  test("an ended subscription does not come back, even with an update from the same second", async () => {
+    const { orgId: org5 } = await newApp(s, owner);
+    const r = await s.api(`/orgs/${org5}/billing/checkout`, { method: "POST", json: { plan: "starter" }, headers: owner });
+    const cus5 = stripe.sessions.get(((await r.json()) as { url: string }).url.split("/").pop()!)!.customer;
+    const t = nowS();
+    const sub5 = (status: string) => subscription({ id: "sub_five", customer: cus5, price: "price_starter", status, orgId: org5, periodEndS: t + 86400 });
+    expect(await deliverOk(stripeEvent("customer.subscription.created", sub5("active"), t))).toBe("applied");
+    expect(await deliverOk(stripeEvent("customer.subscription.deleted", sub5("canceled"), t))).toBe("applied");
+    expect(await deliverOk(stripeEvent("customer.subscription.updated", sub5("active"), t))).toBe("stale");
+    expect(await billingOf(org5)).toMatchObject({ plan: "free", status: "canceled" });
+  });
+
+  test("a second paid subscription (two checkouts completed) replaces the first, which is canceled at Stripe", async () => {
+    const { orgId: org6 } = await newApp(s, owner);
+    const r = await s.api(`/orgs/${org6}/billing/checkout`, { method: "POST", json: { plan: "starter" }, headers: owner });
+    const cus6 = stripe.sessions.get(((await r.json()) as { url: string }).url.split("/").pop()!)!.customer;
+    const t = nowS();
+    const first = subscription({ id: "sub_first", customer: cus6, price: "price_starter", status: "active", orgId: org6, periodEndS: t + 86400 });
+    const second = subscription({ id: "sub_second", customer: cus6, price: "price_growth", status: "active", orgId: org6, periodEndS: t + 86400 });
+    expect(await deliverOk(stripeEvent("customer.subscription.created", first, t))).toBe("applied");
+    // An incomplete second one changes nothing yet.
+    expect(await deliverOk(stripeEvent("customer.subscription.created", { ...second, status: "incomplete" }, t + 1))).toBe("ignored");
+    expect(await deliverOk(stripeEvent("customer.subscription.created", second, t + 2))).toBe("applied");
+    expect(await billingOf(org6)).toMatchObject({ plan: "growth", status: "active" });
+    expect(stripe.canceled).toContain("sub_first");
+    // The first one's own end, when Stripe reports it, changes nothing.
+    expect(await deliverOk(stripeEvent("customer.subscription.deleted", { ...first, status: "canceled" }, t + 3))).toBe("ignored");
+    expect(await billingOf(org6)).toMatchObject({ plan: "growth", status: "active" });
+  });
+
+  test("invoices of no known subscription change nothing", async () => {
+    const { orgId: org7 } = await newApp(s, owner);
+    const r = await s.api(`/orgs/${org7}/billing/checkout`, { method: "POST", json: { plan: "starter" }, headers: owner });
+    const cus7 = stripe.sessions.get(((await r.json()) as { url: string }).url.split("/").pop()!)!.customer;
+    const failed = invoice({ id: "in_7", customer: cus7, subscription: "sub_seven", orgId: org7, periodEndS: nowS() + 86400, paid: false });
+    expect(await deliverOk(stripeEvent("invoice.payment_failed", failed, nowS()))).toBe("ignored");
+    expect(await billingOf(org7)).toMatchObject({ plan: "free", status: "none", grace_until: null });
+  });
+
   test("types we do not act on and unknown orgs answer 200 so Stripe stops retrying", async () => {
     expect(await deliverOk(stripeEvent("customer.created", { id: "cus_zzz", object: "customer" }, nowS()))).toBe("ignored");
     expect(await deliverOk(stripeEvent("invoice.paid", invoice({ id: "in_z", customer: "cus_nobody", subscription: "sub_nobody", orgId: 999999, periodEndS: nowS(), paid: true }), nowS()))).toBe(
