@@ -68,6 +68,12 @@ function bool(raw: string): boolean | undefined {
   return undefined;
 }
 
+/** `plan=price_id`, as the --stripe-price flag takes it. */
+function parsePrice(raw: string): Record<string, string> | undefined {
+  const m = /^([a-z0-9_-]{1,32})=(\S+)$/.exec(raw.trim());
+  return m ? { [m[1]!]: m[2]! } : undefined;
+}
+
 function url(raw: string): string | undefined {
   try {
     const u = new URL(raw.trim());
@@ -328,10 +334,7 @@ export const OPTIONS = [
     description: "The Stripe price of a plan, one variable per plan (e.g. SEXTANT_STRIPE_PRICE_STARTER=price_123); the flag takes starter=price_123 and may repeat. A plan is purchasable when its price is set.",
     accepts: "a Stripe price id (price_...)",
     fallback: () => ({}),
-    parse: (raw: string) => {
-      const m = /^([a-z0-9_-]{1,32})=(\S+)$/.exec(raw.trim());
-      return m ? { [m[1]!]: m[2]! } : undefined;
-    },
+    parse: parsePrice,
   } satisfies Option<"stripePrices">,
   {
     key: "jobSchedule",
@@ -362,7 +365,7 @@ function pricesFromFlags(argv: string[]): Record<string, string> {
     const a = argv[i]!;
     const raw = a === "--stripe-price" ? argv[i + 1] : a.startsWith("--stripe-price=") ? a.slice("--stripe-price=".length) : undefined;
     if (raw === undefined) continue;
-    const parsed = (OPTIONS.find((o) => o.key === "stripePrices")!.parse as (r: string) => Record<string, string> | undefined)(raw);
+    const parsed = parsePrice(raw);
     if (!parsed) throw new ConfigError(`--stripe-price must be PLAN_ID=price_id (got ${JSON.stringify(raw)})`);
     Object.assign(out, parsed);
   }

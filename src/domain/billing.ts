@@ -161,14 +161,14 @@ export class Billing {
   }
 
   purchasable(planId: string): boolean {
-    return this.enabled && planId !== "free" && !!this.opts.prices[planId] && this.opts.plans.some((p) => p.id === planId);
+    return this.enabled && planId !== "free" && !!this.opts.prices[planId] && this.hasPlan(planId);
   }
 
   /** POST /orgs/{id}/billing/checkout: a provider page where the owner subscribes. The plan changes only when the provider's event confirms it. */
   async checkout(actor: Actor, orgId: number, planId: string): Promise<{ url: string }> {
     const { org } = requireOrg(this.db, actor, orgId, "owner");
     const provider = this.requireProvider();
-    if (!this.opts.plans.some((p) => p.id === planId)) {
+    if (!this.hasPlan(planId)) {
       throw invalid("unknown_plan", `No plan "${planId}". Plans: ${this.opts.plans.map((p) => p.id).join(", ")}.`);
     }
     if (!this.purchasable(planId)) {
@@ -262,7 +262,7 @@ export class Billing {
 
   /** Sets an org's plan by hand (`sextant org set-plan`): for servers without billing, or support. */
   setPlan(orgId: number, planId: string): void {
-    if (!this.opts.plans.some((p) => p.id === planId)) {
+    if (!this.hasPlan(planId)) {
       throw invalid("unknown_plan", `No plan "${planId}". Plans: ${this.opts.plans.map((p) => p.id).join(", ")}.`);
     }
     const org = this.db.query<{ id: number }, [number]>("SELECT id FROM orgs WHERE id = ? AND deleted_at IS NULL").get(orgId);
@@ -273,23 +273,31 @@ export class Billing {
 
   /** Persists a scheduled end that has passed (the provider's deleted event may come later or never). */
   settle(orgId: number): void {
-    const row = this.db.query<BillingRow, [number]>("SELECT * FROM billing WHERE org_id = ?").get(orgId);
-    if (row && row.cancel_at !== null && row.cancel_at <= this.now() && (row.status === "active" || row.status === "past_due")) {
-      this.end(orgId);
-      this.changed();
-    }
+    this.endDue(orgId);
   }
 
   /** Every org whose scheduled end has passed (the hourly scheduler job). */
   sweep(): number {
-    const rows = this.db
-      .query<{ org_id: number }, [number]>("SELECT org_id FROM billing WHERE cancel_at IS NOT NULL AND cancel_at <= ? AND status IN ('active','past_due')")
-      .all(this.now());
-    for (const r of rows) this.end(r.org_id);
+    const n = this.endDue();
     // Stripe retries a delivery for up to 3 days; ids older than 90 days are not needed.
     this.db.query("DELETE FROM billing_events WHERE received_at < ?").run(this.now() - 90 * 86_400_000);
+    return n;
+  }
+
+  /** Ends the subscriptions (of one org, or all) whose cancel_at has passed; answers how many. */
+  private endDue(orgId?: number): number {
+    const rows = this.db
+      .query<{ org_id: number }, [number, number, number]>(
+        "SELECT org_id FROM billing WHERE cancel_at IS NOT NULL AND cancel_at <= ? AND status IN ('active','past_due') AND (? = 0 OR org_id = ?)",
+      )
+      .all(this.now(), orgId ?? 0, orgId ?? 0);
+    for (const r of rows) this.end(r.org_id);
     if (rows.length) this.changed();
     return rows.length;
+  }
+
+  private hasPlan(id: string): boolean {
+    return this.opts.plans.some((p) => p.id === id);
   }
 
   private requireProvider(): PaymentProvider {
@@ -346,7 +354,7 @@ export class Billing {
 
   private planForPrice(priceId: string | null): string | null {
     if (!priceId) return null;
-    for (const [plan, price] of Object.entries(this.opts.prices)) if (price === priceId && this.opts.plans.some((p) => p.id === plan)) return plan;
+    for (const [plan, price] of Object.entries(this.opts.prices)) if (price === priceId && this.hasPlan(plan)) return plan;
     return null;
   }
 
@@ -370,7 +378,7 @@ export class Billing {
         const known = row.subscription_id === sub && (row.status === "active" || row.status === "past_due");
         if (paid && !known) Object.assign(set, { status: "active", grace_until: null, cancel_at: null });
         this.update(orgId, set);
-        const plan = typeof meta.plan === "string" && this.opts.plans.some((p) => p.id === meta.plan) ? meta.plan : null;
+        const plan = typeof meta.plan === "string" && this.hasPlan(meta.plan) ? meta.plan : null;
         if (plan && (paid || known)) this.db.query("UPDATE orgs SET plan = ? WHERE id = ?").run(plan, orgId);
         return { outcome: "applied", orgId };
       }
@@ -419,7 +427,7 @@ export class Billing {
         // Incomplete (first payment pending) and paused subscriptions do not change the plan.
         if (set.status) {
           const plan = this.planForPrice(idOf((items.price as Record<string, unknown> | undefined)?.id ?? items.price)) ?? (typeof meta.plan === "string" ? meta.plan : null);
-          if (plan && this.opts.plans.some((p) => p.id === plan)) this.db.query("UPDATE orgs SET plan = ? WHERE id = ?").run(plan, orgId);
+          if (plan && this.hasPlan(plan)) this.db.query("UPDATE orgs SET plan = ? WHERE id = ?").run(plan, orgId);
         }
         return { outcome: "applied", orgId, ...(replaced ? { cancel: replaced } : {}) };
       }

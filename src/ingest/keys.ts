@@ -1,6 +1,6 @@
 // Ingest's view of a public key: which app and org it belongs to and the app's state.
 // Cached for 30 s, so a revoked key stops within a minute (spec); deletions, pauses,
-// origin and plan changes clear the cache at once through the domain's change notices.
+// origin changes clear the cache at once through the domain's change notices.
 
 import type { Db } from "../domain/db.ts";
 import { onAppsChanged } from "../domain/changes.ts";
@@ -12,7 +12,6 @@ export interface KeyInfo {
   paused: boolean;
   origins: string[];
   forwardingSecretHash: string | null;
-  plan: string;
   /** Revoked key, deleted app or deleted org: the key no longer works. */
   dead: boolean;
 }
@@ -29,7 +28,6 @@ interface Row {
   forwarding_secret_hash: string | null;
   app_deleted: number | null;
   org_deleted: number | null;
-  plan: string;
 }
 
 export class KeyCache {
@@ -58,7 +56,7 @@ export class KeyCache {
     const r = this.db
       .query<Row, [string]>(
         `SELECT k.revoked_at, a.id AS app_id, a.org_id, a.kind, a.paused, a.origins, a.forwarding_secret_hash,
-                a.deleted_at AS app_deleted, o.deleted_at AS org_deleted, o.plan
+                a.deleted_at AS app_deleted, o.deleted_at AS org_deleted
          FROM app_keys k JOIN apps a ON a.id = k.app_id JOIN orgs o ON o.id = a.org_id WHERE k.key = ?`,
       )
       .get(key);
@@ -70,7 +68,6 @@ export class KeyCache {
       paused: r.paused === 1,
       origins: JSON.parse(r.origins) as string[],
       forwardingSecretHash: r.forwarding_secret_hash,
-      plan: r.plan,
       dead: r.revoked_at !== null || r.app_deleted !== null || r.org_deleted !== null,
     };
   }
