@@ -60,6 +60,12 @@ export interface SoakResult {
   slopeMbPerMin: number;
   /** The fitted line's rise over the second half (slope × its duration). */
   secondHalfGrowthMb: number;
+  /**
+   * The same fit through the lowest RSS of each 5-second window of the second half: what
+   * stays after the collector ran, without the swings of when it ran (in a short run one
+   * late collection alone moves the plain slope by tens of MB/min).
+   */
+  floorSlopeMbPerMin: number;
   requests: { batch: number; web: number; query: number };
   errors: number;
   serverErrors: number;
@@ -384,6 +390,17 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       half.map((s) => s.rssMb),
     );
     const slopeMbPerMin = fit.slope * 60;
+    const floors: [number, number][] = [];
+    for (let i = 0; i < half.length; i += 5) {
+      const w = half.slice(i, i + 5);
+      const low = w.reduce((a, b) => (b.rssMb < a.rssMb ? b : a));
+      floors.push([low.second, low.rssMb]);
+    }
+    const floorSlopeMbPerMin =
+      fitLine(
+        floors.map((x) => x[0]),
+        floors.map((x) => x[1]),
+      ).slope * 60;
     const halfSpan = half.length ? half[half.length - 1]!.second - half[0]!.second : 0;
     const rss = samples.map((s) => s.rssMb).filter(Number.isFinite);
     const fitted: [number, number][] = half.length ? [half[0]!.second, half[half.length - 1]!.second].map((x) => [x, fit.intercept + fit.slope * x] as [number, number]) : [];
@@ -421,6 +438,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       endRssMb: rss[rss.length - 1] ?? NaN,
       slopeMbPerMin,
       secondHalfGrowthMb: fit.slope * halfSpan,
+      floorSlopeMbPerMin,
       requests: { batch: totals.batch, web: totals.web, query: totals.query },
       errors: totals.errors,
       serverErrors: totals.serverErrors,
@@ -458,7 +476,7 @@ export function summary(r: SoakResult): string {
   const f = (v: number, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : "n/a");
   return [
     `soak ${r.seconds} s: RSS start ${f(r.startRssMb)} MB, max ${f(r.maxRssMb)} MB, end ${f(r.endRssMb)} MB`,
-    `second-half RSS slope ${f(r.slopeMbPerMin, 2)} MB/min (fitted growth over the second half ${f(r.secondHalfGrowthMb)} MB)`,
+    `second-half RSS slope ${f(r.slopeMbPerMin, 2)} MB/min (fitted growth over the second half ${f(r.secondHalfGrowthMb)} MB); through the 5 s minima ${f(r.floorSlopeMbPerMin, 2)} MB/min`,
     `requests: ${r.requests.batch} batches, ${r.requests.web} web events, ${r.requests.query} queries; events acknowledged ${r.acked}`,
     `latency: ingest p50 ${f(r.ingestP50Ms, 2)} ms p99 ${f(r.ingestP99Ms, 2)} ms; query p50 ${f(r.queryP50Ms, 2)} ms p99 ${f(r.queryP99Ms, 2)} ms`,
     `errors: ${r.errors} (5xx or no answer: ${r.serverErrors}); server log: ${r.serverErrorLines} error, ${r.serverWarnLines} warn lines`,

@@ -210,11 +210,9 @@ export class Ingest {
       }
       const dropped = Object.values(drops).reduce((a, b) => a + (b ?? 0), 0);
       const ans: BatchAnswer = reason ? { accepted: events.length, dropped, reason } : { accepted: events.length, dropped };
-      const header = enc.encode(
-        JSON.stringify({ a: app, o: info.orgId, b: req.batchId!.toLowerCase(), t: now, v: visitor, c: country, z: req.gzip ? 1 : 0, ans }),
-      );
+      const header = JSON.stringify({ a: app, o: info.orgId, b: req.batchId!.toLowerCase(), t: now, v: visitor, c: country, z: req.gzip ? 1 : 0, ans });
       try {
-        await this.wal.append(REC_BATCH, framed(header, req.body));
+        await this.wal.appendWithHeader(REC_BATCH, header, req.body);
       } catch (e) {
         this.quota.release(info.orgId, events.length, now);
         throw this.unavailable(e);
@@ -341,11 +339,9 @@ export class Ingest {
     }
     // The derived values (never the address or agent) and the body: replay reruns the
     // same pure step, which is cheaper to log than the finished event.
-    const header = enc.encode(
-      JSON.stringify([info.orgId, app, now, visitor, session, country, agent.browser, agent.os_name, agent.os_version]),
-    );
+    const header = JSON.stringify([info.orgId, app, now, visitor, session, country, agent.browser, agent.os_name, agent.os_version]);
     try {
-      await this.wal.append(REC_WEB, framed(header, req.body));
+      await this.wal.appendWithHeader(REC_WEB, header, req.body);
     } catch (e) {
       this.quota.release(info.orgId, 1, now);
       throw this.unavailable(e);
@@ -551,16 +547,6 @@ export class Ingest {
   async close() {
     await this.wal.close();
   }
-}
-
-/** u32 header length | header | body: the payload of batch and web records. */
-function framed(header: Uint8Array, body: Uint8Array): Uint8Array {
-  const ab = new ArrayBuffer(4 + header.length + body.length);
-  new DataView(ab).setUint32(0, header.length, true);
-  const out = new Uint8Array(ab);
-  out.set(header, 4);
-  out.set(body, 4 + header.length);
-  return out;
 }
 
 const keySpecs = new Map<number, BucketSpec>();

@@ -27,7 +27,10 @@ const MAX_FRAME = 16 * 1024 * 1024;
 export const COMMIT_SPACING_MS = 1;
 
 interface Pending {
-  frames: Uint8Array[];
+  /** The commit's frames, written in place one after another (no per-record buffers). */
+  buf: Uint8Array;
+  view: DataView;
+  records: number;
   bytes: number;
   firstSeq: number;
   lastSeq: number;
@@ -36,7 +39,12 @@ interface Pending {
   onDurable: (() => void)[];
 }
 
-const emptyPending = (): Pending => ({ frames: [], bytes: 0, firstSeq: 0, lastSeq: 0, waiters: [], onDurable: [] });
+const PENDING_START_BYTES = 16 * 1024;
+const emptyPending = (): Pending => {
+  const buf = new Uint8Array(new ArrayBuffer(PENDING_START_BYTES));
+  return { buf, view: new DataView(buf.buffer), records: 0, bytes: 0, firstSeq: 0, lastSeq: 0, waiters: [], onDurable: [] };
+};
+const enc = new TextEncoder();
 
 export class WalWriteError extends Error {
   override name = "WalWriteError";
@@ -121,7 +129,19 @@ export class Wal {
   /** Appends a record; resolves once it is on disk (fsynced), with its sequence number. */
   append(type: number, payload: Uint8Array): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      const seq = this.enqueue(type, payload);
+      const seq = this.enqueue(type, null, payload);
+      this.pending.waiters.push({ resolve: () => resolve(seq), reject });
+      this.kick();
+    });
+  }
+
+  /**
+   * The same, for a record whose payload is u32 LE length of `header` | `header` as UTF-8 |
+   * `body`: written straight into the commit, without building the payload first.
+   */
+  appendWithHeader(type: number, header: string, body: Uint8Array): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      const seq = this.enqueue(type, header, body);
       this.pending.waiters.push({ resolve: () => resolve(seq), reject });
       this.kick();
     });
@@ -132,28 +152,43 @@ export class Wal {
    * `onDurable` runs once it is on disk (so in-memory state never runs ahead of the log).
    */
   appendLazy(type: number, payload: Uint8Array, onDurable?: () => void): void {
-    this.enqueue(type, payload);
+    this.enqueue(type, null, payload);
     if (onDurable) this.pending.onDurable.push(onDurable);
     this.kick();
   }
 
-  private enqueue(type: number, payload: Uint8Array): number {
+  private enqueue(type: number, header: string | null, payload: Uint8Array): number {
     if (this.closed) throw new WalWriteError("the write-ahead log is closed");
-    const seq = ++this.lastSeq;
-    // Allocate the ArrayBuffer first: asking a fresh Uint8Array for .buffer is slow in JSC.
-    const ab = new ArrayBuffer(HEADER + BODY_PREFIX + payload.length);
-    const frame = new Uint8Array(ab);
-    const view = new DataView(ab);
-    view.setUint32(0, BODY_PREFIX + payload.length, true);
-    frame[HEADER] = type;
-    view.setFloat64(HEADER + 1, seq, true);
-    frame.set(payload, HEADER + BODY_PREFIX);
-    view.setUint32(4, Bun.hash.crc32(frame.subarray(HEADER)), true);
     const p = this.pending;
-    if (p.frames.length === 0) p.firstSeq = seq;
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: room for the worst case, then the truth.
+    const room = HEADER + BODY_PREFIX + (header === null ? 0 : 4 + header.length * 3) + payload.length;
+    if (p.bytes + room > p.buf.length) {
+      let cap = p.buf.length * 2;
+      while (cap < p.bytes + room) cap *= 2;
+      const buf = new Uint8Array(new ArrayBuffer(cap));
+      buf.set(p.buf.subarray(0, p.bytes));
+      p.buf = buf;
+      p.view = new DataView(buf.buffer);
+    }
+    const seq = ++this.lastSeq;
+    const { buf, view } = p;
+    const at = p.bytes;
+    let o = at + HEADER + BODY_PREFIX;
+    if (header !== null) {
+      const { written } = enc.encodeInto(header, buf.subarray(o + 4));
+      view.setUint32(o, written, true);
+      o += 4 + written;
+    }
+    buf.set(payload, o);
+    o += payload.length;
+    view.setUint32(at, o - at - HEADER, true);
+    buf[at + HEADER] = type;
+    view.setFloat64(at + HEADER + 1, seq, true);
+    view.setUint32(at + 4, Bun.hash.crc32(buf.subarray(at + HEADER, o)), true);
+    if (p.records === 0) p.firstSeq = seq;
     p.lastSeq = seq;
-    p.frames.push(frame);
-    p.bytes += frame.length;
+    p.records++;
+    p.bytes = o;
     return seq;
   }
 
@@ -168,12 +203,12 @@ export class Wal {
     // New records always start a fresh segment after start-up (the writer's rule), so
     // segments that replay found stay as they were.
     this.writer ??= this.makeWriter(this.dir);
-    while (this.pending.frames.length > 0) {
+    while (this.pending.records > 0) {
       const batch = this.pending;
       this.pending = emptyPending();
       const started = performance.now();
       try {
-        const { newSegment } = await this.writer.commit(batch.frames, batch.firstSeq);
+        const { newSegment } = await this.writer.commit([batch.buf.subarray(0, batch.bytes)], batch.firstSeq);
         if (newSegment) this.segments.push(newSegment);
         this.durableSeq = Math.max(this.durableSeq, batch.lastSeq);
         this.attemptedSeq = Math.max(this.attemptedSeq, batch.lastSeq);
@@ -188,7 +223,7 @@ export class Wal {
         for (const w of batch.waiters) w.reject(err);
         this.notifyCommitted();
       }
-      if (this.pending.frames.length > 0) {
+      if (this.pending.records > 0) {
         // Back-to-back commits: let at least COMMIT_SPACING_MS pass since this one began,
         // so the next carries more records. Each commit costs the core a message to the
         // writer thread and an fsync; under load this trades under a millisecond of
@@ -226,7 +261,7 @@ export class Wal {
     // Tried, not necessarily written: while the disk refuses writes, waiting for them to be
     // durable would hang checkpoints and usage answers behind a steady stream of appends.
     const target = this.lastSeq;
-    while (this.attemptedSeq < target && (this.flushing || this.pending.frames.length > 0)) {
+    while (this.attemptedSeq < target && (this.flushing || this.pending.records > 0)) {
       this.kick();
       await new Promise<void>((r) => this.committedWaiters.push(r));
       // Let the continuations of that commit's requests run first.
@@ -247,7 +282,7 @@ export class Wal {
    */
   dropThrough(upTo: number): number {
     let removed = 0;
-    const idle = !this.flushing && this.pending.frames.length === 0;
+    const idle = !this.flushing && this.pending.records === 0;
     if (idle && this.lastSeq <= upTo && this.segments.length > 0) {
       this.writer?.roll();
       for (const seg of this.segments) rmSync(seg.file, { force: true });

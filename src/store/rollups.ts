@@ -99,6 +99,8 @@ class AppRollup {
   /** Sessions folded, kept as ids so a late event for one is recognised (pruned with age). */
   folded = new Map<number, number>();
   dirty = new Set<number>();
+  /** The aggregate the last event went to: appends come in runs of one day. Reset with `days`. */
+  last: { day: number; debug: boolean; g: DayAgg } | null = null;
 }
 
 const key = (day: number, debug: boolean) => `${day}|${debug ? 1 : 0}`;
@@ -106,16 +108,23 @@ const key = (day: number, debug: boolean) => `${day}|${debug ? 1 : 0}`;
 export class Rollups {
   private apps = new Map<number, AppRollup>();
 
+  private lastApp: { id: number; a: AppRollup } | null = null;
+
   private app(id: number): AppRollup {
+    if (this.lastApp?.id === id) return this.lastApp.a;
     let a = this.apps.get(id);
     if (!a) this.apps.set(id, (a = new AppRollup()));
+    this.lastApp = { id, a };
     return a;
   }
 
   private agg(a: AppRollup, day: number, debug: boolean): DayAgg {
+    const l = a.last;
+    if (l && l.day === day && l.debug === debug) return l.g;
     const k = key(day, debug);
     let g = a.days.get(k);
     if (!g) a.days.set(k, (g = new DayAgg()));
+    a.last = { day, debug, g };
     return g;
   }
 
@@ -211,6 +220,7 @@ export class Rollups {
       }
     }
     // Sessions starting on a recomputed day: closed ones are folded in, recent ones stay open.
+    a.last = null;
     for (const d of days) for (const debug of [false, true]) a.days.delete(key(d, debug));
     for (const [k, g] of fresh) a.days.set(k, g);
     for (const [id, s] of sessions) {
@@ -277,6 +287,7 @@ export class Rollups {
 
   dropApp(app: number) {
     this.apps.delete(app);
+    this.lastApp = null;
   }
 
   /**
@@ -319,6 +330,7 @@ export class Rollups {
 
   restore(days: string, sessions?: Uint8Array): void {
     this.apps.clear();
+    this.lastApp = null;
     const o = JSON.parse(days) as Record<string, { days: [string, ReturnType<DayAgg["serialize"]>][]; dirty: number[] }>;
     for (const [id, v] of Object.entries(o)) {
       const a = new AppRollup();

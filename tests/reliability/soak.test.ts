@@ -52,7 +52,9 @@ describe("soak", () => {
         expect(r.exitCode).toBe(0);
         expect(r.serverErrorLines).toBe(0);
         expect(r.maxRssMb).toBeLessThan(MAX_RSS_MB);
-        expect(r.slopeMbPerMin).toBeLessThan(MAX_SLOPE_MB_PER_MIN);
+        // The slope through each 5 s window's lowest RSS: in a 60 s run the plain slope
+        // swings by tens of MB/min with when the collector happens to run (bench/soak-lib.ts).
+        expect(r.floorSlopeMbPerMin).toBeLessThan(MAX_SLOPE_MB_PER_MIN);
       } finally {
         rmSync(out, { recursive: true, force: true });
       }
