@@ -177,6 +177,27 @@ describe("stats against the reference", () => {
   });
 });
 
+describe("live against the reference", () => {
+  test("events and distinct sessions of the last 5 minutes, production and debug apart, partitions and head", async () => {
+    const now = clock.now();
+    const w = await newApp(s, owner, "web", ["https://example.com"], web.orgId);
+    // Twelve minutes around the window's start: events before it must not count.
+    const evs = randomEvents(w.appId, 5000, { seed: 31, start: now - 12 * 60_000, spanMs: 12 * 60_000, web: true });
+    const st = s.server.services.store;
+    st.append(evs.slice(0, 2500));
+    const sv = s.server.services;
+    const { checkpoint } = await import("../../src/checkpoint.ts");
+    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store });
+    st.append(evs.slice(2500));
+    for (const debug of [false, true]) {
+      const inWindow = evs.filter((e) => e.ts >= now - 5 * 60_000 && e.ts <= now && e.debug === debug);
+      const live = await get<{ events: number; sessions: number; minutes: number }>(`/apps/${w.appId}/live${debug ? "?debug=true" : ""}`);
+      expect(inWindow.length).toBeGreaterThan(debug ? 20 : 500);
+      expect(live).toEqual({ minutes: 5, events: inWindow.length, sessions: new Set(inWindow.map((e) => e.session)).size });
+    }
+  });
+});
+
 describe("cache, budget and load", () => {
   test("answers are cached 30 seconds; live never", async () => {
     const path = `/apps/${web.appId}/overview?${qs([["country", ["GB"]]])}`;
