@@ -3,6 +3,7 @@
 
 import type { Chunk } from "../store/chunk.ts";
 import type { Rollups } from "../store/rollups.ts";
+import type { LiveCounts } from "../store/live.ts";
 import type { Window } from "./window.ts";
 import { collectSessions, DAY_MS } from "./sessions.ts";
 import type { Budget, Filter, ScanOptions } from "./scan.ts";
@@ -16,6 +17,7 @@ export interface QueryContext {
   now: number;
   chunks(fromMs: number, toMs: number): Chunk[];
   rollups: Rollups;
+  live: LiveCounts;
   budget: Budget;
 }
 

@@ -37,6 +37,7 @@ export class QueryRunner {
       now: this.o.now(),
       chunks: (from, to) => this.o.store.chunks(app, from, to),
       rollups: this.o.store.rollups,
+      live: this.o.store.live,
       budget,
     };
   }

@@ -19,6 +19,7 @@ import type { EventSink, StoredEvent } from "./event.ts";
 import { readPartition } from "./parquet.ts";
 import { startFileWorker, type CompactCrash, type PartitionFiles } from "./files.ts";
 import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";
+import { LiveCounts } from "./live.ts";
 
 export interface StoreOptions {
   /** Directory of the partitions (<data>/events). */
@@ -30,6 +31,8 @@ export interface StoreOptions {
   flushEvents: number;
   /** Who writes partition files; by default a worker thread. */
   files?: PartitionFiles;
+  /** When this process began appending (ms; default the wall clock): live counts are exact from then on. */
+  startedAt?: number;
 }
 
 /** What a query will read, computed without any I/O. */
@@ -42,6 +45,7 @@ export interface ScanPlan {
 export class EventStore implements EventSink {
   readonly catalog: Catalog;
   readonly rollups = new Rollups();
+  readonly live: LiveCounts;
   private heads = new Map<number, HeadChunk>();
   /** Heads being written out: still read by queries until their files are in the catalog. */
   private flushing = new Set<HeadChunk>();
@@ -58,6 +62,7 @@ export class EventStore implements EventSink {
   constructor(private o: StoreOptions) {
     this.catalog = new Catalog(o.dir);
     this.files = o.files ?? startFileWorker(o.log);
+    this.live = new LiveCounts(o.startedAt ?? Date.now());
   }
 
   close(): Promise<void> {
@@ -79,6 +84,7 @@ export class EventStore implements EventSink {
       if (!h) this.heads.set(e.app, (h = new HeadChunk(e.app)));
       h.append(e);
       this.rollups.add(e.app, e.ts, e.session, e.visitor, e.debug, e.name === this.pv);
+      this.live.add(e.app, e.ts, e.session, e.debug);
     }
     this.headEvents += events.length;
     if (!this.fullSignalled && this.headEvents > this.o.flushEvents) {
@@ -264,6 +270,7 @@ export class EventStore implements EventSink {
       for (const p of this.catalog.all()) if (p.app === app) this.evict(p.file);
       this.catalog.dropApp(app);
       this.rollups.dropApp(app);
+      this.live.dropApp(app);
     }
   }
 }

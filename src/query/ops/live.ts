@@ -1,16 +1,24 @@
-// live: sessions with an event in the last 5 minutes, and the events in that window.
-// Never cached, and the window holds every event of a busy site's last minutes (millions
-// at a few thousand events a second), so it is one tight loop per chunk counting events
-// per context (countByContext); sessions are gathered per context after.
+// live: sessions with an event in the last 5 minutes (whole seconds, see store/live.ts),
+// and the events in that window. Never cached. Read from the store's live counts, which
+// ingest keeps current; a window that starts before this process began counting (the
+// first minutes after a start) is scanned instead, one tight count-by-context loop per chunk.
 
 import type { QueryContext } from "../context.ts";
 import { countByContext } from "../scan.ts";
+import { LIVE_WINDOW_MS, liveWindowStart } from "../../store/live.ts";
 
-export const LIVE_MINUTES = 5;
+export const LIVE_MINUTES = LIVE_WINDOW_MS / 60_000;
 
 export function live(q: QueryContext) {
+  const kept = q.live.read(q.app, q.debug, q.now);
+  if (kept) return { minutes: LIVE_MINUTES, ...kept };
+  return { minutes: LIVE_MINUTES, ...liveByScan(q) };
+}
+
+/** The same figures from the stored events (also the reference the live counts are tested against). */
+export function liveByScan(q: QueryContext): { events: number; sessions: number } {
+  const startMs = liveWindowStart(q.now);
   const endMs = q.now + 1;
-  const startMs = q.now - LIVE_MINUTES * 60_000;
   const opts = { startMs, endMs, debug: q.debug, filters: [] };
   const sessions = new Set<number>();
   let events = 0;
@@ -25,5 +33,5 @@ export function live(q: QueryContext) {
       sessions.add(c.session[x]!);
     }
   }
-  return { minutes: LIVE_MINUTES, events, sessions: sessions.size };
+  return { events, sessions: sessions.size };
 }

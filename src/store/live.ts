@@ -1,0 +1,89 @@
+// Live counts: events and distinct sessions of the last LIVE_WINDOW_MS per app and kind
+// (production or debug), kept up to date as events are appended. The live endpoint is
+// polled by every open dashboard and never cached; scanning the window instead reads every
+// event of it (millions on a busy site: 20-40 ms a call, on the event loop ingest shares).
+// Here a call walks the sessions of the window only.
+//
+// Exact for windows that start after `since` and end after every time appended (when this process began counting): every
+// event with a time from then on was appended since (ingest clamps times to when they
+// arrived; the log's replay at start-up appends through here too). For a window that
+// starts earlier the caller scans instead. Times are bucketed by second, so the window is
+// whole seconds: [floor((now - window) / 1 s) s, now].
+
+export const LIVE_WINDOW_MS = 5 * 60_000;
+const SLOTS = LIVE_WINDOW_MS / 1000 + 2;
+/** Sessions not seen for this long past the window are forgotten (checked every 10 s). */
+const PRUNE_EVERY_MS = 10_000;
+
+/** The first millisecond of the live window ending at `now`. */
+export const liveWindowStart = (now: number) => Math.floor((now - LIVE_WINDOW_MS) / 1000) * 1000;
+
+class Kind {
+  /** Events per second, in a ring indexed by second modulo SLOTS. */
+  counts = new Float64Array(SLOTS);
+  /** The second each slot holds now (-1: none). */
+  second = new Float64Array(SLOTS).fill(-1);
+  /** Session -> time of its newest event. */
+  sessions = new Map<number, number>();
+  newest = -Infinity;
+  lastPrune = 0;
+}
+
+export class LiveCounts {
+  private apps = new Map<number, [Kind | null, Kind | null]>();
+
+  /** `since`: when counting began (ms); windows starting before it are not answered. */
+  constructor(readonly since: number) {}
+
+  add(app: number, ts: number, session: number, debug: boolean): void {
+    let a = this.apps.get(app);
+    if (!a) this.apps.set(app, (a = [null, null]));
+    const i = debug ? 1 : 0;
+    const k = (a[i] ??= new Kind());
+    const sec = Math.floor(ts / 1000);
+    const slot = sec % SLOTS;
+    const held = k.second[slot]!;
+    if (held !== sec) {
+      // A slot holding an older second is reused; an event older than the slot's second is
+      // more than the window older than an event already seen, so outside every window
+      // that could still be asked for (times never run ahead of the clock).
+      if (held > sec) return;
+      k.second[slot] = sec;
+      k.counts[slot] = 0;
+    }
+    k.counts[slot]!++;
+    const last = k.sessions.get(session);
+    if (last === undefined || ts > last) k.sessions.set(session, ts);
+    if (ts > k.newest) k.newest = ts;
+    if (k.newest - k.lastPrune > PRUNE_EVERY_MS) {
+      k.lastPrune = k.newest;
+      const cut = liveWindowStart(k.newest) - PRUNE_EVERY_MS;
+      for (const [s, t] of k.sessions) if (t < cut) k.sessions.delete(s);
+    }
+  }
+
+  /** Events and distinct sessions in the window ending at `now`, or null when it starts before `since`. */
+  read(app: number, debug: boolean, now: number): { events: number; sessions: number } | null {
+    const start = liveWindowStart(now);
+    if (start < this.since) return null;
+    const k = this.apps.get(app)?.[debug ? 1 : 0];
+    if (!k) return { events: 0, sessions: 0 };
+    // Events from after `now` (appended directly, as tests and generators do; ingest clamps
+    // times to arrival) may have pushed in-window seconds out of the ring: scan instead.
+    if (k.newest > now) return null;
+    const first = start / 1000;
+    const last = Math.floor(now / 1000);
+    let events = 0;
+    for (let s = 0; s < SLOTS; s++) {
+      const sec = k.second[s]!;
+      if (sec >= first && sec <= last) events += k.counts[s]!;
+    }
+    let sessions = 0;
+    for (const t of k.sessions.values()) if (t >= start && t <= now) sessions++;
+    return { events, sessions };
+  }
+
+  dropApp(app: number): void {
+    this.apps.delete(app);
+  }
+}
