@@ -36,7 +36,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
       now,
     );
     const memory = config.memoryMb * 1024 * 1024;
-    const store = new EventStore({ dir: join(config.dataDir, "events"), log, cacheBytes: Math.floor(memory * 0.6), flushEvents: config.flushEvents, startedAt: now() });
+    const store = new EventStore({ dir: join(config.dataDir, "events"), log, cacheBytes: Math.floor(memory * 0.6), flushEvents: config.flushEvents });
     const ingest = new Ingest({
       db,
       log,

@@ -4,11 +4,12 @@
 // event of it (millions on a busy site: 20-40 ms a call, on the event loop ingest shares).
 // Here a call walks the sessions of the window only.
 //
-// Exact for windows that start after `since` and end after every time appended (when this process began counting): every
-// event with a time from then on was appended since (ingest clamps times to when they
-// arrived; the log's replay at start-up appends through here too). For a window that
-// starts earlier the caller scans instead. Times are bucketed by second, so the window is
-// whole seconds: [floor((now - window) / 1 s) s, now].
+// Exact for a window that starts after every event stored before this process began (the
+// store tells, per app, where its partitions end at start-up; the log's replay at start-up
+// appends through here) and ends after every time appended (ingest clamps times to when
+// they arrived). Otherwise the caller scans instead: after a restart, until the window has
+// moved past the hour of the app's newest partition. Times are bucketed by second, so the
+// window is whole seconds: [floor((now - window) / 1 s) s, now].
 
 export const LIVE_WINDOW_MS = 5 * 60_000;
 const SLOTS = LIVE_WINDOW_MS / 1000 + 2;
@@ -31,9 +32,13 @@ class Kind {
 
 export class LiveCounts {
   private apps = new Map<number, [Kind | null, Kind | null]>();
+  /** Per app: events before this time may be stored without having been counted here. */
+  private since = new Map<number, number>();
 
-  /** `since`: when counting began (ms); windows starting before it are not answered. */
-  constructor(readonly since: number) {}
+  /** Events of `app` up to `endMs` were stored before counting began. */
+  storedUntil(app: number, endMs: number): void {
+    if (endMs > (this.since.get(app) ?? -Infinity)) this.since.set(app, endMs);
+  }
 
   add(app: number, ts: number, session: number, debug: boolean): void {
     let a = this.apps.get(app);
@@ -62,10 +67,10 @@ export class LiveCounts {
     }
   }
 
-  /** Events and distinct sessions in the window ending at `now`, or null when it starts before `since`. */
+  /** Events and distinct sessions in the window ending at `now`, or null when they must be scanned. */
   read(app: number, debug: boolean, now: number): { events: number; sessions: number } | null {
     const start = liveWindowStart(now);
-    if (start < this.since) return null;
+    if (start < (this.since.get(app) ?? -Infinity)) return null;
     const k = this.apps.get(app)?.[debug ? 1 : 0];
     if (!k) return { events: 0, sessions: 0 };
     // Events from after `now` (appended directly, as tests and generators do; ingest clamps
@@ -85,5 +90,6 @@ export class LiveCounts {
 
   dropApp(app: number): void {
     this.apps.delete(app);
+    this.since.delete(app);
   }
 }

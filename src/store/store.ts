@@ -31,8 +31,6 @@ export interface StoreOptions {
   flushEvents: number;
   /** Who writes partition files; by default a worker thread. */
   files?: PartitionFiles;
-  /** When this process began appending (ms; default the wall clock): live counts are exact from then on. */
-  startedAt?: number;
 }
 
 /** What a query will read, computed without any I/O. */
@@ -62,7 +60,7 @@ export class EventStore implements EventSink {
   constructor(private o: StoreOptions) {
     this.catalog = new Catalog(o.dir);
     this.files = o.files ?? startFileWorker(o.log);
-    this.live = new LiveCounts(o.startedAt ?? Date.now());
+    this.live = new LiveCounts();
   }
 
   close(): Promise<void> {
@@ -72,6 +70,9 @@ export class EventStore implements EventSink {
   /** Lists partitions, cleaning up after any crash (see catalog.ts for the rules). */
   open(checkpointTag: number): { partitions: number; removed: number } {
     const r = this.catalog.load(checkpointTag);
+    // Live counts see only events appended from now on (the log's replay included): for
+    // each app they hold from the end of its newest stored partition.
+    for (const p of this.catalog.all()) this.live.storedUntil(p.app, p.endMs);
     for (const f of r.removed) this.o.log.info("store: removed an unfinished or superseded file", { file: f.slice(this.o.dir.length + 1) });
     return { partitions: r.partitions, removed: r.removed.length };
   }

@@ -5,6 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
+import { tempDir } from "../helpers/tmp.ts";
 import { newApp, ownerHeaders } from "../helpers/ingest.ts";
 import { randomEvents } from "../helpers/events.ts";
 import { refBreakdown, refEvents, refFunnel, refHeatmap, refMatch, refOverviewPeriod, refPaths, type RefQuery } from "../helpers/reference.ts";
@@ -186,26 +187,25 @@ describe("live against the reference", () => {
   };
   const liveOf = (appId: number, debug: boolean) => get<{ events: number; sessions: number; minutes: number }>(`/apps/${appId}/live${debug ? "?debug=true" : ""}`);
 
-  test("events and distinct sessions of the last 5 minutes: scanned just after start, then from the live counts", async () => {
+  test("events and distinct sessions of the last 5 minutes, from the live counts, a flush in between", async () => {
     const w = await newApp(s, owner, "web", ["https://example.com"], web.orgId);
     const st = s.server.services.store;
     const sv = s.server.services;
     const { checkpoint } = await import("../../src/checkpoint.ts");
-    // Twelve minutes before the server's start (its clock has not moved): the window
-    // starts before the live counts began, so the answer is scanned, partitions and head.
+    // A new app: nothing of it was stored before this process, so it is counted from the start.
     let now = clock.now();
     // Nothing after the clock, as ingest clamps times (the generator's sessions run on).
     const before = randomEvents(w.appId, 8000, { seed: 31, start: now - 12 * 60_000, spanMs: 12 * 60_000, web: true }).filter((e) => e.ts <= now);
     st.append(before.slice(0, before.length >> 1));
     await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store });
     st.append(before.slice(before.length >> 1));
+    expect(sv.store.live.read(w.appId, false, now)).not.toBeNull();
     for (const debug of [false, true]) {
       const r = refLive(before, now, debug);
       expect(r.n).toBeGreaterThan(debug ? 20 : 500);
       expect(await liveOf(w.appId, debug)).toEqual(r.want);
     }
-    // Six minutes on, with events since (some sessions continuing): the live counts answer,
-    // and must agree with the events, a flush in between included.
+    // Six minutes on, with events since (some sessions continuing).
     clock.advance(6 * 60_000);
     now = clock.now();
     const after = randomEvents(w.appId, 8000, { seed: 32, start: now - 7 * 60_000, spanMs: 7 * 60_000, web: true }).filter((e) => e.ts <= now);
@@ -220,6 +220,45 @@ describe("live against the reference", () => {
       const r = refLive(all, now, debug);
       expect(r.n).toBeGreaterThan(debug ? 20 : 500);
       expect(await liveOf(w.appId, debug)).toEqual(r.want);
+    }
+  });
+
+  test("after a restart: scanned while the window reaches into what was stored before, then counted", async () => {
+    const c2 = new TestClock(Date.UTC(2026, 10, 16, 12, 30));
+    const dir = tempDir("sextant-live-");
+    let t = await startTestServer({ dataDir: dir }, { clock: c2 });
+    const o = await ownerHeaders(t);
+    const w = await newApp(t, o, "web", ["https://example.com"]);
+    const live = async (debug: boolean) => {
+      const r = await t.api(`/apps/${w.appId}/live${debug ? "?debug=true" : ""}`, { headers: o });
+      expect(r.status).toBe(200);
+      return r.json();
+    };
+    const evs = randomEvents(w.appId, 8000, { seed: 41, start: c2.now() - 10 * 60_000, spanMs: 10 * 60_000, web: true }).filter((e) => e.ts <= c2.now());
+    t.server.services.store.append(evs);
+    for (const debug of [false, true]) expect(await live(debug)).toEqual(refLive(evs, c2.now(), debug).want);
+    // The final checkpoint puts them in the 12:00 partition; after the restart they are not counted.
+    await t.stop();
+    t = await startTestServer({ dataDir: dir }, { clock: c2 });
+    try {
+      expect(t.server.services.store.live.read(w.appId, false, c2.now())).toBeNull();
+      for (const debug of [false, true]) {
+        const r = refLive(evs, c2.now(), debug);
+        expect(r.n).toBeGreaterThan(debug ? 20 : 500);
+        expect(await live(debug)).toEqual(r.want);
+      }
+      // 13:06: the window starts after the partition's hour; new events are counted.
+      c2.advance(36 * 60_000);
+      const more = randomEvents(w.appId, 8000, { seed: 42, start: c2.now() - 8 * 60_000, spanMs: 8 * 60_000, web: true }).filter((e) => e.ts <= c2.now());
+      t.server.services.store.append(more);
+      expect(t.server.services.store.live.read(w.appId, false, c2.now())).not.toBeNull();
+      for (const debug of [false, true]) {
+        const r = refLive([...evs, ...more], c2.now(), debug);
+        expect(r.n).toBeGreaterThan(debug ? 20 : 500);
+        expect(await live(debug)).toEqual(r.want);
+      }
+    } finally {
+      await t.stop();
     }
   });
 });
