@@ -85,6 +85,8 @@ export interface Chunk {
   np: Map<string, NumberProp>;
   minTs: number;
   maxTs: number;
+  /** Rows sorted by session, then time (partitions); the head is in arrival order. */
+  sortedBySession?: boolean;
 }
 
 // ---- growable typed arrays --------------------------------------------------------------

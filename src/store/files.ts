@@ -118,6 +118,7 @@ export function packChunk(c: Chunk) {
     np: [...c.np].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), vals: p.vals.slice(0, p.n) }] as [string, NumberProp]),
     minTs: c.minTs,
     maxTs: c.maxTs,
+    sortedBySession: c.sortedBySession,
   };
 }
 

@@ -392,6 +392,7 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
   }
   const chunk: Chunk = {
     app: meta.app,
+    sortedBySession: true,
     n,
     ts,
     name: narrow(nameCol.codes, nameCol.dict.size),

@@ -149,6 +149,31 @@ describe("stats against the reference", () => {
     }
   });
 
+  test("heatmap over hourly partitions alone, then compacted days, then with a head again", async () => {
+    const w = await newApp(s, owner, "web", ["https://example.com"], web.orgId);
+    const evs = randomEvents(w.appId, 6000, { seed: 51, start: START, spanMs: 5 * 86_400_000, web: true });
+    const sv = s.server.services;
+    const { checkpoint } = await import("../../src/checkpoint.ts");
+    sv.store.append(evs.slice(0, 5000));
+    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store });
+    const check = async () => {
+      clock.advance(31_000); // past the answer cache
+      for (const filters of [FILTER_SETS[0]!, FILTER_SETS[2]!]) {
+        const h = await get<{ cells: unknown }>(`/apps/${w.appId}/heatmap?${qs(filters)}`);
+        expect(h.cells).toEqual(refHeatmap(evs.slice(0, n), q("web", filters)));
+      }
+    };
+    let n = 5000;
+    await check();
+    await sv.store.compactBefore(TO);
+    expect(sv.store.plan(w.appId, -Infinity, Infinity).partitions.every((p) => p.hour === null || p.date >= TO)).toBe(true);
+    await check();
+    // Sessions continue in the head, in hours the day files also hold.
+    sv.store.append(evs.slice(5000));
+    n = 6000;
+    await check();
+  });
+
   test("sessions and a session's timeline", async () => {
     const r = await get<{ sessions: { id: string; events: number; started: string }[]; summary: { sessions: number } }>(`/apps/${web.appId}/sessions?${qs([], { limit: "500" })}`);
     const ref = refOverviewPeriod(webEvents, q("web"));

@@ -1,33 +1,82 @@
 // heatmap: sessions by ISO weekday (1 Monday .. 7 Sunday) and UTC hour; a session counts
 // once in every hour of the week in which it had an event. All 168 cells, zeros included.
+//
+// Counting distinct (session, hour) pairs: a partition's rows are sorted by session, then
+// time, so inside one a pair is new exactly when the session or the hour differs from the
+// row before. Pairs can repeat across chunks only where their hours overlap (the head and
+// recent partitions, several files of one hour); those chunks share one exact set.
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
 import { scan } from "../scan.ts";
+import type { Chunk } from "../../store/chunk.ts";
+
+const HOUR_MS = 3_600_000;
 
 export function heatmap(q: QueryContext) {
   const { startMs, endMs } = q.window;
-  const seen = new Set<string>();
+  const hour0 = Math.floor(startMs / HOUR_MS);
+  const hours = Math.floor(endMs / HOUR_MS) - hour0 + 1;
   const cells = new Float64Array(7 * 24);
+  const count = (hourIndex: number) => {
+    // 1970-01-01 was a Thursday (ISO weekday 4).
+    const day = Math.floor(hourIndex / 24);
+    cells[((day + 3) % 7) * 24 + (hourIndex - day * 24)]!++;
+  };
   const opts = scanOptions(q, startMs, endMs);
-  for (const c of q.chunks(startMs, endMs)) {
-    // Rows of a context (one session) mostly arrive hour by hour: skip repeats of the last
-    // hour seen per context before the exact (session, hour) check.
-    const lastHour = new Float64Array(c.nctx).fill(-1);
+  const chunks = q.chunks(startMs, endMs);
+  // The exact set, for chunks whose hours overlap another's: (session, hour) as one number,
+  // a dense session index times the window's hours plus the hour.
+  const sessionIndex = new Map<number, number>();
+  const seen = new Set<number>();
+  for (const c of chunks) {
     const ts = c.ts;
+    if (c.sortedBySession && !overlapsAnother(c, chunks)) {
+      let prevSession = NaN;
+      let prevHour = -1;
+      scan([c], opts, (_c, i, x) => {
+        const s = c.session[x]!;
+        const h = Math.floor(ts[i]! / HOUR_MS);
+        if (s === prevSession && h === prevHour) return;
+        prevSession = s;
+        prevHour = h;
+        count(h);
+      }, q.budget);
+      continue;
+    }
+    // Rows of a context mostly arrive hour by hour: skip repeats of the last hour seen per
+    // context before the exact check.
+    const lastHour = new Float64Array(c.nctx).fill(-1);
+    const index = new Int32Array(c.nctx).fill(-1);
     scan([c], opts, (_c, i, x) => {
-      const hourIndex = Math.floor(ts[i]! / 3_600_000);
-      if (lastHour[x] === hourIndex) return;
-      lastHour[x] = hourIndex;
-      const key = `${c.session[x]!}|${hourIndex}`;
+      const h = Math.floor(ts[i]! / HOUR_MS);
+      if (lastHour[x] === h) return;
+      lastHour[x] = h;
+      let s = index[x]!;
+      if (s < 0) {
+        const id = c.session[x]!;
+        let k = sessionIndex.get(id);
+        if (k === undefined) sessionIndex.set(id, (k = sessionIndex.size));
+        index[x] = s = k;
+      }
+      const key = s * hours + (h - hour0);
       if (seen.has(key)) return;
       seen.add(key);
-      const d = new Date(hourIndex * 3_600_000);
-      const weekday = ((d.getUTCDay() + 6) % 7) + 1;
-      cells[(weekday - 1) * 24 + d.getUTCHours()]!++;
+      count(h);
     }, q.budget);
   }
   const out: { weekday: number; hour: number; sessions: number }[] = [];
   for (let wd = 1; wd <= 7; wd++) for (let h = 0; h < 24; h++) out.push({ weekday: wd, hour: h, sessions: cells[(wd - 1) * 24 + h]! });
   return { cells: out, sampled: false };
+}
+
+/** Whether another chunk has events in any hour that `c` has events in. */
+function overlapsAnother(c: Chunk, all: Chunk[]): boolean {
+  const first = Math.floor(c.minTs / HOUR_MS);
+  const last = Math.floor(c.maxTs / HOUR_MS);
+  for (const o of all) {
+    if (o === c || o.n === 0) continue;
+    if (Math.floor(o.minTs / HOUR_MS) <= last && Math.floor(o.maxTs / HOUR_MS) >= first) return true;
+  }
+  return false;
 }
