@@ -179,6 +179,22 @@ function compile(c: Chunk, o: ScanOptions): Compiled | null {
   return { ctxOk, nameOk, pathOk, rowOk };
 }
 
+/**
+ * Whether another chunk has events in any time unit (hour, day) that `c` has events in:
+ * distinct counts per unit can then be taken per chunk and summed, without one set across
+ * chunks.
+ */
+export function overlapsAnother(c: Chunk, all: Chunk[], unitMs: number, originMs = 0): boolean {
+  const unit = (t: number) => Math.floor((t - originMs) / unitMs);
+  const first = unit(c.minTs);
+  const last = unit(c.maxTs);
+  for (const o of all) {
+    if (o === c || o.n === 0) continue;
+    if (unit(o.minTs) <= last && unit(o.maxTs) >= first) return true;
+  }
+  return false;
+}
+
 /** The string value of a dimension for a row (for grouping; not on hot paths of counts). */
 export function valueOf(c: Chunk, dim: string, i: number, x: number): string | null {
   if (dim === "name") return c.dicts.name.values[c.name[i]!]!;

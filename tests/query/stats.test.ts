@@ -149,7 +149,7 @@ describe("stats against the reference", () => {
     }
   });
 
-  test("heatmap over hourly partitions alone, then compacted days, then with a head again", async () => {
+  test("heatmap and breakdowns by sessions and users over hourly partitions alone, then compacted days, then with a head again", async () => {
     const w = await newApp(s, owner, "web", ["https://example.com"], web.orgId);
     const evs = randomEvents(w.appId, 6000, { seed: 51, start: START, spanMs: 5 * 86_400_000, web: true });
     const sv = s.server.services;
@@ -161,6 +161,13 @@ describe("stats against the reference", () => {
       for (const filters of [FILTER_SETS[0]!, FILTER_SETS[2]!]) {
         const h = await get<{ cells: unknown }>(`/apps/${w.appId}/heatmap?${qs(filters)}`);
         expect(h.cells).toEqual(refHeatmap(evs.slice(0, n), q("web", filters)));
+        // Partitions that share no day with another are counted each on its own (breakdown.ts).
+        for (const dim of ["pathname", "country"]) {
+          for (const metric of ["sessions", "users"] as const) {
+            const b = await get<{ rows: unknown }>(`/apps/${w.appId}/breakdown?${qs(filters, { dimension: dim, metric, limit: "1000" })}`);
+            expect({ dim, metric, rows: b.rows }).toEqual({ dim, metric, rows: refBreakdown(evs.slice(0, n), q("web", filters), dim, metric, 1000) });
+          }
+        }
       }
     };
     let n = 5000;

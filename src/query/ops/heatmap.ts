@@ -8,8 +8,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { scan } from "../scan.ts";
-import type { Chunk } from "../../store/chunk.ts";
+import { overlapsAnother, scan } from "../scan.ts";
 
 const HOUR_MS = 3_600_000;
 
@@ -31,7 +30,7 @@ export function heatmap(q: QueryContext) {
   const seen = new Set<number>();
   for (const c of chunks) {
     const ts = c.ts;
-    if (c.sortedBySession && !overlapsAnother(c, chunks)) {
+    if (c.sortedBySession && !overlapsAnother(c, chunks, HOUR_MS)) {
       let prevSession = NaN;
       let prevHour = -1;
       scan([c], opts, (_c, i, x) => {
@@ -68,15 +67,4 @@ export function heatmap(q: QueryContext) {
   const out: { weekday: number; hour: number; sessions: number }[] = [];
   for (let wd = 1; wd <= 7; wd++) for (let h = 0; h < 24; h++) out.push({ weekday: wd, hour: h, sessions: cells[(wd - 1) * 24 + h]! });
   return { cells: out, sampled: false };
-}
-
-/** Whether another chunk has events in any hour that `c` has events in. */
-function overlapsAnother(c: Chunk, all: Chunk[]): boolean {
-  const first = Math.floor(c.minTs / HOUR_MS);
-  const last = Math.floor(c.maxTs / HOUR_MS);
-  for (const o of all) {
-    if (o === c || o.n === 0) continue;
-    if (Math.floor(o.minTs / HOUR_MS) <= last && Math.floor(o.maxTs / HOUR_MS) >= first) return true;
-  }
-  return false;
 }
