@@ -2,9 +2,9 @@
 // of its number properties, and optionally one number property per value of a dimension.
 
 import type { QueryContext } from "../context.ts";
-import { dayKey, scanOptions, windowDays } from "../context.ts";
+import { scanOptions, windowDays } from "../context.ts";
 import { codeReader, scan } from "../scan.ts";
-import { median } from "../sessions.ts";
+import { DAY_MS, median } from "../sessions.ts";
 import type { Chunk } from "../../store/chunk.ts";
 
 export const TOP_VALUES = 10;
@@ -20,22 +20,29 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
   const { startMs, endMs } = q.window;
   const filters = [...q.filters.filter((f) => f.dim !== "name"), { dim: "name", values: [name] }];
   const opts = scanOptions({ ...q, filters }, startMs, endMs);
-  const series = new Map(windowDays(q).map((d) => [d, { day: d, events: 0, sessions: new Set<number>(), users: new Set<number>() }]));
+  // One point per day of the window, found by arithmetic (the window starts at UTC midnight).
+  const series = windowDays(q).map((d) => ({ day: d, events: 0, sessions: new Set<number>(), users: new Set<number>() }));
   const text = new Map<string, Map<string, number>>();
   const nums = new Map<string, number[]>();
   const groups = new Map<string, number[]>();
   for (const c of q.chunks(startMs, endMs)) {
-    const rows: number[] = [];
+    let rows = 0;
+    const picked = new Uint8Array(c.n);
+    // A context is one session and visitor: once added for a day, its later rows that day add nothing.
+    const lastDay = new Int32Array(c.nctx).fill(-1);
+    const ts = c.ts;
     scan([c], opts, (cc, i, x) => {
-      rows.push(i);
-      const p = series.get(dayKey(cc.ts[i]!))!;
+      rows++;
+      picked[i] = 1;
+      const d = Math.floor((ts[i]! - startMs) / DAY_MS);
+      const p = series[d]!;
       p.events++;
+      if (lastDay[x] === d) return;
+      lastDay[x] = d;
       p.sessions.add(cc.session[x]!);
       p.users.add(cc.visitor[x]!);
     }, q.budget);
-    if (!rows.length) continue;
-    const picked = new Uint8Array(c.n);
-    for (const i of rows) picked[i] = 1;
+    if (!rows) continue;
     for (const [key, sp] of c.sp) {
       if (property && key !== property) continue;
       const m = text.get(key) ?? text.set(key, new Map()).get(key)!;
@@ -63,7 +70,7 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   return {
     name,
-    series: [...series.values()].map((p) => ({ day: p.day, events: p.events, sessions: p.sessions.size, users: p.users.size })),
+    series: series.map((p) => ({ day: p.day, events: p.events, sessions: p.sessions.size, users: p.users.size })),
     string_properties: [...text]
       .map(([key, m]) => ({
         key,
