@@ -116,6 +116,19 @@ describe("stats against the reference", () => {
     expect(d.number_properties).toEqual([expect.objectContaining({ key: "value", count: vals.length })]);
     expect(d.number_properties[0]!.sum).toBeCloseTo(vals.reduce((a, b) => a + b, 0), 6);
     expect(d.property_by.reduce((a, g) => a + g.count, 0)).toBe(vals.length);
+    // The daily series, point by point: pageviews of the web site have sessions that cross midnight.
+    for (const [a, list, name, kind] of [[app, appEvents, "purchase", "app"], [web, webEvents, "pageview", "web"]] as const) {
+      const got = await get<{ series: { day: string; events: number; sessions: number; users: number }[] }>(`/apps/${a.appId}/events/${name}?${qs([])}`);
+      const byDay = new Map<string, { events: number; sessions: Set<number>; users: Set<number> }>();
+      for (const e of refMatch(list, q(kind)).filter((e) => e.name === name)) {
+        const day = new Date(e.ts).toISOString().slice(0, 10);
+        const p = byDay.get(day) ?? byDay.set(day, { events: 0, sessions: new Set(), users: new Set() }).get(day)!;
+        p.events++;
+        p.sessions.add(e.session);
+        p.users.add(e.visitor);
+      }
+      expect(got.series.filter((p) => p.events > 0)).toEqual([...byDay].sort(([x], [y]) => (x < y ? -1 : 1)).map(([day, p]) => ({ day, events: p.events, sessions: p.sessions.size, users: p.users.size })));
+    }
     const all = await get<{ string_properties: { key: string; values: { value: string; count: number }[] }[] }>(`/apps/${app.appId}/events/purchase?${qs([])}`);
     const plans = new Map<string, number>();
     for (const e of evs) if (e.sp.plan) plans.set(e.sp.plan, (plans.get(e.sp.plan) ?? 0) + 1);
