@@ -3,7 +3,7 @@
 // level for name, pathname and properties), so the row loop is array lookups only.
 // Filters on different dimensions are ANDed, repeated values of one dimension ORed.
 
-import { CTX_DIMS, type Chunk, type CtxDim } from "../store/chunk.ts";
+import { CTX_DIMS, type Chunk, type Codes, type CtxDim } from "../store/chunk.ts";
 import { isDimension, PROP_PREFIX } from "../store/dimensions.ts";
 import { invalid } from "../domain/errors.ts";
 import { DIMENSIONS } from "../store/dimensions.ts";
@@ -111,6 +111,24 @@ export function countByContext(c: Chunk, o: ScanOptions): Float64Array | null {
   }
   for (let x = 0; x < c.nctx; x++) if (!ctxOk[x]) counts[x] = 0;
   return counts;
+}
+
+/**
+ * Events per code of a dimension held per context, for the simplest and commonest case:
+ * no filters and the whole chunk inside the window. One pass over the rows, nothing the
+ * size of the contexts allocated. Null when the case does not apply (use countByContext).
+ */
+export function countCodesWhole(c: Chunk, o: ScanOptions, codes: Codes, ncodes: number): Float64Array | null {
+  if (o.filters.length || o.sessions || c.n === 0 || c.minTs < o.startMs || c.maxTs >= o.endMs) return null;
+  const per = new Float64Array(ncodes);
+  const ctx = c.ctx;
+  const debug = c.debug;
+  const want = o.debug ? 1 : 0;
+  for (let i = 0; i < c.n; i++) {
+    const x = ctx[i]!;
+    if (debug[x] === want) per[codes[x]!]!++;
+  }
+  return per;
 }
 
 interface Compiled {

@@ -4,7 +4,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { codeReader, countByContext, overlapsAnother, propValues, scan } from "../scan.ts";
+import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValues, scan } from "../scan.ts";
 import { CTX_DIMS, type CtxDim } from "../../store/chunk.ts";
 import { collectSessions, place } from "../sessions.ts";
 import { PROP_PREFIX } from "../../store/dimensions.ts";
@@ -61,10 +61,16 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
       const r = codeReader(c, dimension)!;
       if (metric === "events" && (CTX_DIMS as readonly string[]).includes(dimension)) {
         // A dimension held per context: events per context, then per code.
+        const codes = c.dims[dimension as CtxDim];
+        const whole = countCodesWhole(c, opts, codes, r.values.length);
+        if (whole) {
+          q.budget.check(c.n);
+          addEvents(whole, r.values);
+          continue;
+        }
         const perCtx = countByContext(c, opts);
         q.budget.check(c.n);
         if (!perCtx) continue;
-        const codes = c.dims[dimension as CtxDim];
         const per = new Float64Array(r.values.length);
         for (let x = 0; x < c.nctx; x++) if (perCtx[x]) per[codes[x]!] = per[codes[x]!]! + perCtx[x]!;
         addEvents(per, r.values);
