@@ -2,7 +2,7 @@
 // filters, from the events. Same definitions both ways (docs/metrics.md).
 
 import type { QueryContext } from "../context.ts";
-import { dayKey, scanOptions, windowDays } from "../context.ts";
+import { scanOptions, windowDays } from "../context.ts";
 import { collectSessions, DAY_MS, durationSeconds, isBounce, median } from "../sessions.ts";
 import { scan } from "../scan.ts";
 import { dayNumber, DurationHistogram } from "../../store/rollups.ts";
@@ -57,27 +57,36 @@ export function period(q: QueryContext): Period {
     medianSeconds = hist.median();
   } else {
     const { startMs, endMs } = q.window;
-    const visitors = new Map<string, Set<number>>();
-    const pv = new Map<object, number>();
-    scan(q.chunks(startMs, endMs), scanOptions(q, startMs, endMs), (c, i, x) => {
-      const d = dayKey(c.ts[i]!);
-      series.get(d)!.events++;
-      events++;
-      let code = pv.get(c);
-      if (code === undefined) pv.set(c, (code = c.dicts.name.find("pageview")));
-      if (c.name[i] === code) pageviews++;
-      (visitors.get(d) ?? visitors.set(d, new Set()).get(d)!).add(c.visitor[x]!);
-    }, q.budget);
-    for (const [d, v] of visitors) {
-      series.get(d)!.users = v.size;
-      users += v.size;
+    // Days by index from the window's start (UTC midnight): no date string per row.
+    const points = [...series.values()];
+    const visitors = points.map(() => new Set<number>());
+    const opts = scanOptions(q, startMs, endMs);
+    for (const c of q.chunks(startMs, endMs)) {
+      const pvCode = c.dicts.name.find("pageview");
+      const ts = c.ts;
+      const name = c.name;
+      // A context is one visitor: once added for a day, its later rows that day add nothing.
+      const lastDay = new Int32Array(c.nctx).fill(-1);
+      scan([c], opts, (_c, i, x) => {
+        const d = Math.floor((ts[i]! - startMs) / DAY_MS);
+        points[d]!.events++;
+        events++;
+        if (name[i] === pvCode) pageviews++;
+        if (lastDay[x] === d) return;
+        lastDay[x] = d;
+        visitors[d]!.add(c.visitor[x]!);
+      }, q.budget);
+    }
+    for (let d = 0; d < points.length; d++) {
+      points[d]!.users = visitors[d]!.size;
+      users += visitors[d]!.size;
     }
     // Sessions count on the day of their first matching event: look a day either side.
     const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), scanOptions(q, startMs - DAY_MS, endMs + DAY_MS), q.budget);
     const durations: number[] = [];
     for (const s of all) {
       if (s.first < startMs || s.first >= endMs) continue;
-      series.get(dayKey(s.first))!.sessions++;
+      points[Math.floor((s.first - startMs) / DAY_MS)]!.sessions++;
       sessions++;
       if (isBounce(s)) bounces++;
       durations.push(durationSeconds(s.last - s.first));
