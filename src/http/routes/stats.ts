@@ -171,7 +171,12 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
       params: AppIdParams,
       query: LiveQuery,
       response: { 200: Live, ...StdErrors, 503: ErrorBody },
-      detail: { summary: "Sessions active in the last 5 minutes (never cached)", tags, ...access("viewer") },
+      detail: {
+        summary: "Sessions active in the last 5 minutes (never cached)",
+        description: "Events and distinct sessions from the start of the second 5 minutes ago until now (whole seconds).",
+        tags,
+        ...access("viewer"),
+      },
     })
     .post("/apps/:id/paths", ({ auth, params, query, body }) => stats(auth.actor(), params.id, "paths", query, body.after, (q) => paths(q, body.after)), {
       params: AppIdParams,
