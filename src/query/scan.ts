@@ -121,9 +121,15 @@ export function countByContext(c: Chunk, o: ScanOptions): Float64Array | null {
 export function countCodesWhole(c: Chunk, o: ScanOptions, codes: Codes, ncodes: number): Float64Array | null {
   if (o.filters.length || o.sessions || c.n === 0 || c.minTs < o.startMs || c.maxTs >= o.endMs) return null;
   const per = new Float64Array(ncodes);
-  const ctx = c.ctx;
   const debug = c.debug;
   const want = o.debug ? 1 : 0;
+  const start = c.ctxStart;
+  if (start) {
+    // Consecutive rows per context: one step per context.
+    for (let x = 0; x < c.nctx; x++) if (debug[x] === want) per[codes[x]!]! += start[x + 1]! - start[x]!;
+    return per;
+  }
+  const ctx = c.ctx;
   for (let i = 0; i < c.n; i++) {
     const x = ctx[i]!;
     if (debug[x] === want) per[codes[x]!]!++;

@@ -87,6 +87,12 @@ export interface Chunk {
   maxTs: number;
   /** Rows sorted by session, then time (partitions); the head is in arrival order. */
   sortedBySession?: boolean;
+  /**
+   * In sorted chunks a context's rows are consecutive: context x holds rows
+   * ctxStart[x] .. ctxStart[x + 1] - 1 (nctx + 1 entries), so events per context are known
+   * without reading the rows.
+   */
+  ctxStart?: Uint32Array;
 }
 
 // ---- growable typed arrays --------------------------------------------------------------
@@ -215,6 +221,7 @@ export class HeadChunk implements Chunk {
 /** Bytes a chunk holds: every array's length in bytes, plus its dictionaries' strings. */
 export function chunkBytes(c: Chunk): number {
   let b = c.ts.byteLength + c.name.byteLength + c.pathname.byteLength + c.ctx.byteLength + c.session.byteLength + c.visitor.byteLength + c.debug.byteLength;
+  if (c.ctxStart) b += c.ctxStart.byteLength;
   for (const d of CTX_DIMS) b += c.dims[d].byteLength;
   for (const d of Object.values(c.dicts)) b += d.bytes();
   for (const p of c.sp.values()) b += p.rows.byteLength + p.codes.byteLength + p.dict.bytes();

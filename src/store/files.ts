@@ -119,11 +119,12 @@ export function packChunk(c: Chunk) {
     minTs: c.minTs,
     maxTs: c.maxTs,
     sortedBySession: c.sortedBySession,
+    ctxStart: c.ctxStart?.slice(0, c.nctx + 1),
   };
 }
 
 function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {
-  const out = [p.ts, p.name, p.pathname, p.ctx, p.session, p.visitor, p.debug, ...Object.values(p.dims)].map((a) => a.buffer as ArrayBuffer);
+  const out = [p.ts, p.name, p.pathname, p.ctx, p.session, p.visitor, p.debug, ...Object.values(p.dims), ...(p.ctxStart ? [p.ctxStart] : [])].map((a) => a.buffer as ArrayBuffer);
   for (const [, v] of p.sp) out.push(v.rows.buffer as ArrayBuffer, v.codes.buffer as ArrayBuffer);
   for (const [, v] of p.np) out.push(v.rows.buffer as ArrayBuffer, v.vals.buffer as ArrayBuffer);
   return [...new Set(out)];

@@ -350,6 +350,9 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
     ctx32[i] = nctx - 1;
   }
   const ctx = narrow(ctx32, nctx);
+  const ctxStart = new Uint32Array(nctx + 1);
+  for (let c = 0; c < nctx; c++) ctxStart[c] = ctxRow[c]!;
+  ctxStart[nctx] = n;
   const session = new Float64Array(nctx);
   const visitor = new Float64Array(nctx);
   const debug = new Uint8Array(nctx);
@@ -393,6 +396,7 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
   const chunk: Chunk = {
     app: meta.app,
     sortedBySession: true,
+    ctxStart,
     n,
     ts,
     name: narrow(nameCol.codes, nameCol.dict.size),
