@@ -68,12 +68,17 @@ export function scan(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, 
     const ctx = c.ctx;
     const name = c.name;
     const path = c.pathname;
+    // A chunk inside the window needs no time check; the name test goes first, as the
+    // most selective and cheapest (one event in fifty is a signup).
+    const whole = c.minTs >= o.startMs && c.maxTs < o.endMs;
     for (let i = 0; i < c.n; i++) {
-      const t = ts[i]!;
-      if (t < o.startMs || t >= o.endMs) continue;
+      if (nameOk && !nameOk[name[i]!]) continue;
+      if (!whole) {
+        const t = ts[i]!;
+        if (t < o.startMs || t >= o.endMs) continue;
+      }
       const x = ctx[i]!;
       if (!ctxOk[x]) continue;
-      if (nameOk && !nameOk[name[i]!]) continue;
       if (pathOk && !pathOk[path[i]!]) continue;
       if (rowOk && !rowOk[i]) continue;
       fn(c, i, x);
