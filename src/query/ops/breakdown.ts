@@ -6,7 +6,7 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
 import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValues, scan } from "../scan.ts";
 import { CTX_DIMS, type CtxDim } from "../../store/chunk.ts";
-import { collectSessions, place } from "../sessions.ts";
+import { collectSessions, DAY_MS, place } from "../sessions.ts";
 import { PROP_PREFIX } from "../../store/dimensions.ts";
 import type { Chunk } from "../../store/chunk.ts";
 import { DomainError } from "../../domain/errors.ts";
@@ -23,7 +23,7 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
     e.events++;
     if (metric === "sessions") e.sessions.add(session);
     if (metric === "users") {
-      const d = Math.floor((ts - startMs) / 86_400_000);
+      const d = Math.floor((ts - startMs) / DAY_MS);
       (e.users[d] ??= new Set()).add(visitor);
     }
   };
@@ -98,7 +98,6 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
   return { dimension, metric, rows: rows.filter((r) => r.count > 0).slice(0, limit) };
 }
 
-const DAY_MS = 86_400_000;
 /** Values (across chunks) are numbered below this; pairs are (owner, day) * VALUE_SPAN + value. */
 const VALUE_SPAN = 2 ** 21;
 
