@@ -465,15 +465,63 @@ export class Ingest {
     return this.wal.settle();
   }
 
-  /** Ingest's state as of this instant, for a checkpoint (taken synchronously with the heads). */
-  snapshotState(): IngestSnapshot {
-    const answers: [number, string, string, number][] = [];
-    for (const k of this.newAnswers) {
+  private answerRows(keys: string[]): [number, string, string, number][] {
+    const rows: [number, string, string, number][] = [];
+    for (const k of keys) {
       const v = this.dedupe.get(k);
       if (!v) continue;
       const i = k.indexOf(":");
-      answers.push([Number(k.slice(0, i)), k.slice(i + 1), JSON.stringify(v.ans), v.at]);
+      rows.push([Number(k.slice(0, i)), k.slice(i + 1), JSON.stringify(v.ans), v.at]);
     }
+    return rows;
+  }
+
+  private answerSaver: ReturnType<typeof setInterval> | null = null;
+  private saverFailing = false;
+
+  /**
+   * Writes new batch answers to the metadata store a few hundred at a time between
+   * checkpoints. The log holds them already (replay restores them), so writing early is
+   * safe; left to the checkpoint, a busy hour's answers (10-14 µs a row) made one
+   * transaction that held the event loop 100 ms and more.
+   */
+  startAnswerSaver(everyMs = 250, maxRows = 500): void {
+    this.answerSaver = setInterval(() => this.saveAnswers(maxRows), everyMs);
+    this.answerSaver.unref?.();
+  }
+
+  stopAnswerSaver(): void {
+    if (this.answerSaver) clearInterval(this.answerSaver);
+    this.answerSaver = null;
+  }
+
+  /** Writes up to `max` answers not yet in the metadata store; the rest wait for the next call or the checkpoint. */
+  saveAnswers(max: number): number {
+    if (this.newAnswers.length === 0) return 0;
+    const keys = this.newAnswers.splice(0, max);
+    try {
+      const ins = this.d.db.query("INSERT OR REPLACE INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)");
+      this.d.db.transaction(() => {
+        for (const a of this.answerRows(keys)) ins.run(...a);
+      })();
+    } catch (e) {
+      // The checkpoint writes them (and reports if it cannot either).
+      this.newAnswers = [...keys, ...this.newAnswers];
+      if (!this.saverFailing) this.d.log.warn("batch answers could not be written yet; the next checkpoint retries", { error: (e as Error).message });
+      this.saverFailing = true;
+      return 0;
+    }
+    this.saverFailing = false;
+    for (const k of keys) {
+      const v = this.dedupe.get(k);
+      if (v) v.saved = true;
+    }
+    return keys.length;
+  }
+
+  /** Ingest's state as of this instant, for a checkpoint (taken synchronously with the heads). */
+  snapshotState(): IngestSnapshot {
+    const answers = this.answerRows(this.newAnswers);
     const keys = this.newAnswers;
     this.newAnswers = [];
     return {

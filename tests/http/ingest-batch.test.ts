@@ -59,6 +59,29 @@ describe("batch answers (the spec's ingest error table)", () => {
     expect(stored().length).toBe(n);
   });
 
+  test("answers reach the metadata store between checkpoints, and a retry after a crash gets the first answer", async () => {
+    const dir = tempDir("sextant-answers-");
+    let t = await startTestServer({ trustProxy: true, dataDir: dir });
+    try {
+      const o = await ownerHeaders(t);
+      const a2 = await newApp(t, o);
+      const id = crypto.randomUUID();
+      const first = await (await sendBatch(t.url, a2.key, batch([ev("one"), ev("two")]), { batchId: id, headers: from() })).json();
+      const row = () =>
+        t.server.services.db.query<{ answer: string }, [number, string]>("SELECT answer FROM batch_answers WHERE app = ? AND batch_id = ?").get(a2.appId, id);
+      // No checkpoint has run; the saver writes within a quarter of a second.
+      for (let i = 0; i < 40 && !row(); i++) await Bun.sleep(50);
+      expect(JSON.parse(row()!.answer)).toEqual(first);
+      await t.abort();
+      t = await startTestServer({ trustProxy: true, dataDir: dir });
+      const again = await sendBatch(t.url, a2.key, batch([ev("other")]), { batchId: id, headers: from() });
+      expect(await again.json()).toEqual(first);
+      expect([...t.server.services.store.events(a2.appId)].map((e) => e.name).sort()).toEqual(["one", "two"]);
+    } finally {
+      await t.stop();
+    }
+  });
+
   test("concurrent copies of one batch: each answer is the first answer or a 503 with Retry-After, and it is stored once", async () => {
     const id = crypto.randomUUID();
     const body = batch([ev("race"), ev("race")]);
