@@ -165,6 +165,10 @@ describe("stats against the reference", () => {
   test("heatmap and breakdowns by sessions and users over hourly partitions alone, then compacted days, then with a head again", async () => {
     const w = await newApp(s, owner, "web", ["https://example.com"], web.orgId);
     const evs = randomEvents(w.appId, 6000, { seed: 51, start: START, spanMs: 5 * 86_400_000, web: true });
+    // Sessions that change a context dimension midway: several contexts per session.
+    evs.forEach((e, i) => {
+      if (i % 3 === 0) e.dims = { ...e.dims, utm_content: `v${i % 2}` };
+    });
     const sv = s.server.services;
     const { checkpoint } = await import("../../src/checkpoint.ts");
     sv.store.append(evs.slice(0, 5000));
@@ -174,6 +178,17 @@ describe("stats against the reference", () => {
       for (const filters of [FILTER_SETS[0]!, FILTER_SETS[2]!]) {
         const h = await get<{ cells: unknown }>(`/apps/${w.appId}/heatmap?${qs(filters)}`);
         expect(h.cells).toEqual(refHeatmap(evs.slice(0, n), q("web", filters)));
+        // Event detail's daily series: days held by one sorted chunk count sessions without a set.
+        const got = await get<{ series: { day: string; events: number; sessions: number; users: number }[] }>(`/apps/${w.appId}/events/pageview?${qs(filters)}`);
+        const byDay = new Map<string, { events: number; sessions: Set<number>; users: Set<number> }>();
+        for (const e of refMatch(evs.slice(0, n), q("web", filters)).filter((e) => e.name === "pageview")) {
+          const day = new Date(e.ts).toISOString().slice(0, 10);
+          const p = byDay.get(day) ?? byDay.set(day, { events: 0, sessions: new Set(), users: new Set() }).get(day)!;
+          p.events++;
+          p.sessions.add(e.session);
+          p.users.add(e.visitor);
+        }
+        expect(got.series.filter((p) => p.events > 0)).toEqual([...byDay].sort(([x], [y]) => (x < y ? -1 : 1)).map(([day, p]) => ({ day, events: p.events, sessions: p.sessions.size, users: p.users.size })));
         // Partitions that share no day with another are counted each on its own (breakdown.ts).
         for (const dim of ["pathname", "country"]) {
           for (const metric of ["sessions", "users"] as const) {

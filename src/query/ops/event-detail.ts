@@ -3,7 +3,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
-import { codeReader, scan } from "../scan.ts";
+import { codeReader, overlapsAnother, scan } from "../scan.ts";
 import { DAY_MS, median } from "../sessions.ts";
 import type { Chunk } from "../../store/chunk.ts";
 
@@ -21,16 +21,23 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
   const filters = [...q.filters.filter((f) => f.dim !== "name"), { dim: "name", values: [name] }];
   const opts = scanOptions({ ...q, filters }, startMs, endMs);
   // One point per day of the window, found by arithmetic (the window starts at UTC midnight).
-  const series = windowDays(q).map((d) => ({ day: d, events: 0, sessions: new Set<number>(), users: new Set<number>() }));
+  // sessionRuns: sessions counted without a set, on days held by one sorted chunk only.
+  const series = windowDays(q).map((d) => ({ day: d, events: 0, sessionRuns: 0, sessions: new Set<number>(), users: new Set<number>() }));
   const text = new Map<string, Map<string, number>>();
   const nums = new Map<string, number[]>();
   const groups = new Map<string, number[]>();
-  for (const c of q.chunks(startMs, endMs)) {
+  const chunks = q.chunks(startMs, endMs);
+  for (const c of chunks) {
     let rows = 0;
     const picked = new Uint8Array(c.n);
     // A context is one session and visitor: once added for a day, its later rows that day add nothing.
     const lastDay = new Int32Array(c.nctx).fill(-1);
     const ts = c.ts;
+    // Rows sorted by session and no other chunk on these days: a (session, day) is new
+    // exactly when it differs from the previous passing row's.
+    const runs = c.sortedBySession === true && !overlapsAnother(c, chunks, DAY_MS, startMs);
+    let prevSession = NaN;
+    let prevDay = -1;
     scan([c], opts, (cc, i, x) => {
       rows++;
       picked[i] = 1;
@@ -39,7 +46,12 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
       p.events++;
       if (lastDay[x] === d) return;
       lastDay[x] = d;
-      p.sessions.add(cc.session[x]!);
+      const session = cc.session[x]!;
+      if (runs) {
+        if (session !== prevSession || d !== prevDay) p.sessionRuns++;
+        prevSession = session;
+        prevDay = d;
+      } else p.sessions.add(session);
       p.users.add(cc.visitor[x]!);
     }, q.budget);
     if (!rows) continue;
@@ -70,7 +82,7 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   return {
     name,
-    series: series.map((p) => ({ day: p.day, events: p.events, sessions: p.sessions.size, users: p.users.size })),
+    series: series.map((p) => ({ day: p.day, events: p.events, sessions: p.sessionRuns + p.sessions.size, users: p.users.size })),
     string_properties: [...text]
       .map(([key, m]) => ({
         key,
