@@ -230,3 +230,16 @@ export function refHeatmap(all: StoredEvent[], q: RefQuery) {
   }
   return out;
 }
+
+/** Event detail's daily series of one event name: the days with events, oldest first. */
+export function refEventSeries(all: StoredEvent[], q: RefQuery, name: string) {
+  const byDay = new Map<string, { events: number; sessions: Set<number>; users: Set<number> }>();
+  for (const e of refMatch(all, q).filter((e) => e.name === name)) {
+    const day = new Date(e.ts).toISOString().slice(0, 10);
+    const p = byDay.get(day) ?? byDay.set(day, { events: 0, sessions: new Set(), users: new Set() }).get(day)!;
+    p.events++;
+    p.sessions.add(e.session);
+    p.users.add(e.visitor);
+  }
+  return [...byDay].sort(([x], [y]) => (x < y ? -1 : 1)).map(([day, p]) => ({ day, events: p.events, sessions: p.sessions.size, users: p.users.size }));
+}

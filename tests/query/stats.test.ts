@@ -8,7 +8,7 @@ import { startTestServer, TestClock, type TestServer } from "../helpers/server.t
 import { tempDir } from "../helpers/tmp.ts";
 import { newApp, ownerHeaders } from "../helpers/ingest.ts";
 import { randomEvents } from "../helpers/events.ts";
-import { refBreakdown, refEvents, refFunnel, refHeatmap, refMatch, refOverviewPeriod, refPaths, type RefQuery } from "../helpers/reference.ts";
+import { refBreakdown, refEvents, refEventSeries, refFunnel, refHeatmap, refMatch, refOverviewPeriod, refPaths, type RefQuery } from "../helpers/reference.ts";
 import type { StoredEvent } from "../../src/store/event.ts";
 
 const START = Date.UTC(2026, 10, 10, 20); // 20:00, so sessions cross midnight
@@ -119,15 +119,7 @@ describe("stats against the reference", () => {
     // The daily series, point by point: pageviews of the web site have sessions that cross midnight.
     for (const [a, list, name, kind] of [[app, appEvents, "purchase", "app"], [web, webEvents, "pageview", "web"]] as const) {
       const got = await get<{ series: { day: string; events: number; sessions: number; users: number }[] }>(`/apps/${a.appId}/events/${name}?${qs([])}`);
-      const byDay = new Map<string, { events: number; sessions: Set<number>; users: Set<number> }>();
-      for (const e of refMatch(list, q(kind)).filter((e) => e.name === name)) {
-        const day = new Date(e.ts).toISOString().slice(0, 10);
-        const p = byDay.get(day) ?? byDay.set(day, { events: 0, sessions: new Set(), users: new Set() }).get(day)!;
-        p.events++;
-        p.sessions.add(e.session);
-        p.users.add(e.visitor);
-      }
-      expect(got.series.filter((p) => p.events > 0)).toEqual([...byDay].sort(([x], [y]) => (x < y ? -1 : 1)).map(([day, p]) => ({ day, events: p.events, sessions: p.sessions.size, users: p.users.size })));
+      expect(got.series.filter((p) => p.events > 0)).toEqual(refEventSeries(list, q(kind), name));
     }
     const all = await get<{ string_properties: { key: string; values: { value: string; count: number }[] }[] }>(`/apps/${app.appId}/events/purchase?${qs([])}`);
     const plans = new Map<string, number>();
@@ -180,15 +172,7 @@ describe("stats against the reference", () => {
         expect(h.cells).toEqual(refHeatmap(evs.slice(0, n), q("web", filters)));
         // Event detail's daily series: days held by one sorted chunk count sessions without a set.
         const got = await get<{ series: { day: string; events: number; sessions: number; users: number }[] }>(`/apps/${w.appId}/events/pageview?${qs(filters)}`);
-        const byDay = new Map<string, { events: number; sessions: Set<number>; users: Set<number> }>();
-        for (const e of refMatch(evs.slice(0, n), q("web", filters)).filter((e) => e.name === "pageview")) {
-          const day = new Date(e.ts).toISOString().slice(0, 10);
-          const p = byDay.get(day) ?? byDay.set(day, { events: 0, sessions: new Set(), users: new Set() }).get(day)!;
-          p.events++;
-          p.sessions.add(e.session);
-          p.users.add(e.visitor);
-        }
-        expect(got.series.filter((p) => p.events > 0)).toEqual([...byDay].sort(([x], [y]) => (x < y ? -1 : 1)).map(([day, p]) => ({ day, events: p.events, sessions: p.sessions.size, users: p.users.size })));
+        expect(got.series.filter((p) => p.events > 0)).toEqual(refEventSeries(evs.slice(0, n), q("web", filters), "pageview"));
         // Partitions that share no day with another are counted each on its own (breakdown.ts).
         for (const dim of ["pathname", "country"]) {
           for (const metric of ["sessions", "users"] as const) {
