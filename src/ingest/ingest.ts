@@ -32,9 +32,10 @@ export const MAX_WEB_BYTES = 16 * 1024;
 /** Batch ids and their answers are kept at least this long (spec: retries within 8 days). */
 export const DEDUPE_KEEP_MS = 8 * 86_400_000;
 /**
- * Batch answers younger than this (5 minutes: SDK retries mostly come within seconds) stay in memory; older ones are answered from the
- * metadata store (batch_answers, written at each checkpoint). Keeping all 8 days in memory
- * grew without bound under steady load (found by the soak: ~150 bytes per batch).
+ * Batch answers younger than this (5 minutes: SDK retries mostly come within seconds) stay
+ * in memory; older ones are answered from the metadata store (batch_answers, written by the
+ * answer saver and each checkpoint). Keeping all 8 days in memory grew without bound under
+ * steady load (found by the soak: ~150 bytes per batch).
  */
 export const DEDUPE_MEMORY_MS = 5 * 60_000;
 
@@ -113,9 +114,9 @@ export class Ingest {
   readonly salts: Salts;
   private sessions = new WebSessions();
   private wal: Wal;
-  /** Batch answers by app:batch id, oldest first; `saved` once a checkpoint has committed it to batch_answers. */
+  /** Batch answers by app:batch id, oldest first; `saved` once it is committed to batch_answers. */
   private dedupe = new Map<string, { ans: BatchAnswer; at: number; saved?: boolean }>();
-  /** Batch answers added since the last checkpoint (written to the metadata store then). */
+  /** Batch answers not yet in the metadata store (the answer saver or the next checkpoint writes them). */
   private newAnswers: string[] = [];
   private inflight = new Set<string>();
   // Per client address (spec, Limits): batches 10/s with bursts of 20, web 30/s with 60.
@@ -381,10 +382,9 @@ export class Ingest {
   private pruneDedupe(now: number) {
     if (now - this.lastPrune < 60_000) return;
     this.lastPrune = now;
-    // Answers not yet written by a checkpoint stay whatever their age: memory is their only copy.
-    // The map is in answer order (oldest first): stop at the first young one. An answer
-    // not yet committed by a checkpoint stays whatever its age: memory is its only copy
-    // (a checkpoint under way has taken it but not written it yet).
+    // The map is in answer order (oldest first): stop at the first young one. An answer not
+    // yet committed to the metadata store stays whatever its age: memory is its only copy
+    // (a checkpoint under way may have taken it but not written it yet).
     for (const [k, v] of this.dedupe) {
       if (now - v.at <= DEDUPE_MEMORY_MS) break;
       if (v.saved) this.dedupe.delete(k);
@@ -500,10 +500,7 @@ export class Ingest {
     if (this.newAnswers.length === 0) return 0;
     const keys = this.newAnswers.splice(0, max);
     try {
-      const ins = this.d.db.query("INSERT OR REPLACE INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)");
-      this.d.db.transaction(() => {
-        for (const a of this.answerRows(keys)) ins.run(...a);
-      })();
+      this.d.db.transaction(() => this.writeAnswers(this.answerRows(keys)))();
     } catch (e) {
       // The checkpoint writes them (and reports if it cannot either).
       this.newAnswers = [...keys, ...this.newAnswers];
@@ -512,11 +509,21 @@ export class Ingest {
       return 0;
     }
     this.saverFailing = false;
+    this.markKeysSaved(keys);
+    return keys.length;
+  }
+
+  private writeAnswers(rows: [number, string, string, number][]): void {
+    const ins = this.d.db.query("INSERT OR REPLACE INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)");
+    for (const a of rows) ins.run(...a);
+  }
+
+  /** These answers are committed to the metadata store: they may leave memory once old. */
+  private markKeysSaved(keys: string[]): void {
     for (const k of keys) {
       const v = this.dedupe.get(k);
       if (v) v.saved = true;
     }
-    return keys.length;
   }
 
   /** Ingest's state as of this instant, for a checkpoint (taken synchronously with the heads). */
@@ -535,10 +542,7 @@ export class Ingest {
 
   /** A checkpoint committed: its batch answers are in the store and may leave memory. */
   markSaved(s: IngestSnapshot): void {
-    for (const k of s.answerKeys) {
-      const v = this.dedupe.get(k);
-      if (v) v.saved = true;
-    }
+    this.markKeysSaved(s.answerKeys);
   }
 
   /** A checkpoint that failed: its batch answers are written by the next one. */
@@ -551,8 +555,7 @@ export class Ingest {
     const db = this.d.db;
     const up = db.query("INSERT INTO usage (app, day, outcome, count) VALUES (?, ?, ?, ?) ON CONFLICT(app, day, outcome) DO UPDATE SET count = excluded.count");
     for (const [app, day, counts] of s.usage) for (const [o, n] of Object.entries(counts)) up.run(app, day, o, n ?? 0);
-    const ins = db.query("INSERT OR REPLACE INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)");
-    for (const a of s.answers) ins.run(...a);
+    this.writeAnswers(s.answers);
     db.query("DELETE FROM batch_answers WHERE at < ?").run(this.d.now() - DEDUPE_KEEP_MS);
     const q = db.query("INSERT INTO quota (org, month, used) VALUES (?, ?, ?) ON CONFLICT(org, month) DO UPDATE SET used = excluded.used");
     for (const [org, month, used] of s.quota) q.run(org, month, used);

@@ -128,11 +128,7 @@ export class Wal {
 
   /** Appends a record; resolves once it is on disk (fsynced), with its sequence number. */
   append(type: number, payload: Uint8Array): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      const seq = this.enqueue(type, null, payload);
-      this.pending.waiters.push({ resolve: () => resolve(seq), reject });
-      this.kick();
-    });
+    return this.appendAwaited(type, null, payload);
   }
 
   /**
@@ -140,8 +136,12 @@ export class Wal {
    * `body`: written straight into the commit, without building the payload first.
    */
   appendWithHeader(type: number, header: string, body: Uint8Array): Promise<number> {
+    return this.appendAwaited(type, header, body);
+  }
+
+  private appendAwaited(type: number, header: string | null, payload: Uint8Array): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      const seq = this.enqueue(type, header, body);
+      const seq = this.enqueue(type, header, payload);
       this.pending.waiters.push({ resolve: () => resolve(seq), reject });
       this.kick();
     });
@@ -225,7 +225,7 @@ export class Wal {
       }
       if (this.pending.records > 0) {
         // Back-to-back commits: let at least COMMIT_SPACING_MS pass since this one began,
-        // so the next carries more records. Each commit costs the core a message to the
+        // so the next carries more records. Each commit costs the core a hand-over to the
         // writer thread and an fsync; under load this trades under a millisecond of
         // latency for far fewer of both.
         const wait = COMMIT_SPACING_MS - (performance.now() - started);

@@ -33,7 +33,8 @@ const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 1000
 
 export function period(q: QueryContext): Period {
   const days = windowDays(q);
-  const series = new Map(days.map((d) => [d, { day: d, events: 0, sessions: 0, users: 0 }]));
+  // One point per day of the window, by index from its start (UTC midnight).
+  const series = days.map((d) => ({ day: d, events: 0, sessions: 0, users: 0 }));
   let events = 0;
   let pageviews = 0;
   let sessions = 0;
@@ -42,9 +43,8 @@ export function period(q: QueryContext): Period {
   let medianSeconds = 0;
   if (q.filters.length === 0) {
     const hist = new DurationHistogram();
-    for (const d of days) {
-      const t = q.rollups.totals(q.app, dayNumber(d), q.debug, hist);
-      const p = series.get(d)!;
+    for (const p of series) {
+      const t = q.rollups.totals(q.app, dayNumber(p.day), q.debug, hist);
       p.events = t.events;
       p.sessions = t.sessions;
       p.users = t.users;
@@ -57,9 +57,8 @@ export function period(q: QueryContext): Period {
     medianSeconds = hist.median();
   } else {
     const { startMs, endMs } = q.window;
-    // Days by index from the window's start (UTC midnight): no date string per row.
-    const points = [...series.values()];
-    const visitors = points.map(() => new Set<number>());
+    // Days by index: no date string per row.
+    const visitors = series.map(() => new Set<number>());
     const opts = scanOptions(q, startMs, endMs);
     for (const c of q.chunks(startMs, endMs)) {
       const pvCode = c.dicts.name.find("pageview");
@@ -69,7 +68,7 @@ export function period(q: QueryContext): Period {
       const lastDay = new Int32Array(c.nctx).fill(-1);
       scan([c], opts, (_c, i, x) => {
         const d = Math.floor((ts[i]! - startMs) / DAY_MS);
-        points[d]!.events++;
+        series[d]!.events++;
         events++;
         if (name[i] === pvCode) pageviews++;
         if (lastDay[x] === d) return;
@@ -77,8 +76,8 @@ export function period(q: QueryContext): Period {
         visitors[d]!.add(c.visitor[x]!);
       }, q.budget);
     }
-    for (let d = 0; d < points.length; d++) {
-      points[d]!.users = visitors[d]!.size;
+    for (let d = 0; d < series.length; d++) {
+      series[d]!.users = visitors[d]!.size;
       users += visitors[d]!.size;
     }
     // Sessions count on the day of their first matching event: look a day either side.
@@ -86,7 +85,7 @@ export function period(q: QueryContext): Period {
     const durations: number[] = [];
     for (const s of all) {
       if (s.first < startMs || s.first >= endMs) continue;
-      points[Math.floor((s.first - startMs) / DAY_MS)]!.sessions++;
+      series[Math.floor((s.first - startMs) / DAY_MS)]!.sessions++;
       sessions++;
       if (isBounce(s)) bounces++;
       durations.push(durationSeconds(s.last - s.first));
@@ -96,7 +95,7 @@ export function period(q: QueryContext): Period {
   return {
     from: q.window.from,
     to: q.window.to,
-    series: [...series.values()],
+    series,
     totals: {
       events,
       pageviews,
