@@ -130,8 +130,12 @@ export class HeadChunk implements Chunk {
   minTs = Infinity;
   maxTs = -Infinity;
 
-  /** Contexts of each session seen in this head, to reuse one for the same values. */
-  private bySession = new Map<number, number[]>();
+  /**
+   * Contexts seen in this head by session and visitor, to reuse one for the same values.
+   * Keyed by both: a session id shared by many devices (a fixed id in an SDK, a test
+   * rig) would otherwise make one list that every new batch walks end to end.
+   */
+  private byPair = new Map<number, number[]>();
   private lastDims: object | null = null;
   private lastCtx = -1;
 
@@ -180,7 +184,8 @@ export class HeadChunk implements Chunk {
     if (last >= 0 && e.dims === this.lastDims && this.session[last] === e.session && this.visitor[last] === e.visitor && this.debug[last] === (e.debug ? 1 : 0)) {
       return last;
     }
-    const list = this.bySession.get(e.session);
+    const key = pairKey(e.session, e.visitor);
+    const list = this.byPair.get(key);
     if (list) {
       for (const c of list) if (this.sameContext(c, e)) return this.remember(c, e);
     }
@@ -196,7 +201,7 @@ export class HeadChunk implements Chunk {
     this.debug[c] = e.debug ? 1 : 0;
     for (const d of CTX_DIMS) this.dims[d][c] = this.dicts[d].code(e.dims[d]);
     if (list) list.push(c);
-    else this.bySession.set(e.session, [c]);
+    else this.byPair.set(key, [c]);
     return this.remember(c, e);
   }
 
@@ -207,7 +212,7 @@ export class HeadChunk implements Chunk {
   }
 
   private sameContext(c: number, e: StoredEvent): boolean {
-    if (this.visitor[c] !== e.visitor || this.debug[c] !== (e.debug ? 1 : 0)) return false;
+    if (this.session[c] !== e.session || this.visitor[c] !== e.visitor || this.debug[c] !== (e.debug ? 1 : 0)) return false;
     for (const d of CTX_DIMS) if (this.dicts[d].values[this.dims[d][c]!] !== e.dims[d]) return false;
     return true;
   }
@@ -217,6 +222,12 @@ export class HeadChunk implements Chunk {
     return chunkBytes(this);
   }
 }
+
+/**
+ * One number for a (session, visitor) pair. Two pairs may share it (sessions from any
+ * source, not only 53-bit hashes), so sameContext compares both.
+ */
+const pairKey = (session: number, visitor: number) => session - visitor;
 
 /** Bytes a chunk holds: every array's length in bytes, plus its dictionaries' strings. */
 export function chunkBytes(c: Chunk): number {

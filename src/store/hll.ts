@@ -54,8 +54,12 @@ function tau(x: number): number {
 export class DistinctCounter {
   private exact: Set<number> | null = new Set();
   private registers: Uint8Array | null = null;
+  /** The value added last: events come in runs of one visitor, and adding twice changes nothing. */
+  private lastAdded = NaN;
 
   add(v: number): void {
+    if (v === this.lastAdded) return;
+    this.lastAdded = v;
     if (this.exact) {
       this.exact.add(v);
       if (this.exact.size > EXACT_LIMIT) this.toSketch();

@@ -4,6 +4,9 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { HeadChunk, eventsOf } from "../../src/store/chunk.ts";
 import { readPartition, writePartition, MAX_PROP_COLUMNS } from "../../src/store/parquet.ts";
+import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
+import { deltaBinaryPack } from "hyparquet-writer/src/delta.js";
+import { deltaPackTimestamps } from "../../src/store/parquet-columns.ts";
 import { canonical, randomEvents } from "../helpers/events.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -15,6 +18,30 @@ function head(events: ReturnType<typeof randomEvents>) {
 const all = (n: number) => Uint32Array.from({ length: n }, (_, i) => i);
 
 describe("partitions in Parquet", () => {
+  test("timestamps delta-packed in plain numbers give hyparquet-writer's bytes", () => {
+    let seed = 11;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const now = Date.UTC(2026, 10, 22);
+    const cases: number[][] = [
+      [],
+      [now],
+      Array.from({ length: 1000 }, () => now),
+      Array.from({ length: 1000 }, (_, i) => now + i * 1000),
+      // Sorted by session, then time: runs that climb, then jump back.
+      Array.from({ length: 5001 }, (_, i) => now + (i % 37) * 60_000 - Math.floor(i / 37) * 1000 + Math.floor(rnd() * 999)),
+      Array.from({ length: 777 }, () => Math.floor(rnd() * 2 ** 43)),
+      Array.from({ length: 300 }, (_, i) => (i % 2 ? 0 : 2 ** 43 - 1)),
+      Array.from({ length: 129 }, (_, i) => now - i * 3_600_000 * 24 * 400),
+    ];
+    for (const vals of cases) {
+      const ours = new ByteWriter();
+      deltaPackTimestamps(ours, Float64Array.from(vals));
+      const theirs = new ByteWriter();
+      deltaBinaryPack(theirs, BigInt64Array.from(vals, (v) => BigInt(v)), "INT64");
+      expect(Buffer.from(ours.getBytes()).equals(Buffer.from(theirs.getBytes()))).toBe(true);
+    }
+  });
+
   test("events survive head -> Parquet -> decoded chunk unchanged", () => {
     const events = randomEvents(7, 5000, { seed: 3, web: true });
     const h = head(events);
@@ -26,6 +53,18 @@ describe("partitions in Parquet", () => {
     expect(canonical(eventsOf(back.chunk))).toEqual(canonical(events));
     // Sorted by session then time: contexts are few.
     expect(back.chunk.nctx).toBeLessThan(back.chunk.n / 2);
+  });
+
+  test("one session id sent by many devices keeps each device's events apart", () => {
+    // An SDK with a fixed session id: one session number, many visitors and dimensions.
+    const events = randomEvents(7, 3000, { seed: 5 }).map((e, i) => ({ ...e, session: 42, visitor: 1 + (i % 97) }));
+    // And pairs whose session minus visitor is the same, with the same dimensions.
+    const dims = events[0]!.dims;
+    events.push(...randomEvents(7, 500, { seed: 6 }).map((e, i) => ({ ...e, dims, debug: false, session: 1000 + (i % 5), visitor: 1 + (i % 5) })));
+    const h = head(events);
+    expect(canonical(eventsOf(h))).toEqual(canonical(events));
+    const back = readPartition(writePartition([{ chunk: h, rows: all(h.n) }], { app: 7, tag: 1 }).bytes).chunk;
+    expect(canonical(eventsOf(back))).toEqual(canonical(events));
   });
 
   test("a subset of rows, and several sources merged", () => {
