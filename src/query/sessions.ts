@@ -210,8 +210,13 @@ export function durationSeconds(ms: number): number {
 }
 
 export function median(xs: number[]): number {
-  if (xs.length === 0) return 0;
-  const s = Float64Array.from(xs).sort();
+  return medianOf(Float64Array.from(xs));
+}
+
+/** The median of the values (sorted in place). */
+export function medianOf(s: Float64Array): number {
+  if (s.length === 0) return 0;
+  s.sort();
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }

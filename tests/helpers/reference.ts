@@ -143,6 +143,29 @@ export function refOverviewPeriod(all: StoredEvent[], q: RefQuery) {
   };
 }
 
+/** GET /apps/{id}/sessions: sessions starting in the window (with events up to a day either side). */
+export function refSessions(all: StoredEvent[], q: RefQuery, limit: number) {
+  const near = refMatch(all, q, q.from - DAYMS, q.to + DAYMS);
+  const rows: { id: number; first: number; last: number; events: number; bounce: boolean }[] = [];
+  for (const [id, es] of groupBy(near, (e) => e.session)) {
+    const first = Math.min(...es.map((e) => e.ts));
+    if (first < q.from || first >= q.to) continue;
+    const pageviews = es.filter((e) => e.name === "pageview").length;
+    rows.push({ id, first, last: Math.max(...es.map((e) => e.ts)), events: es.length, bounce: es.length <= 1 && pageviews <= 1 });
+  }
+  rows.sort((a, b) => b.first - a.first || b.id - a.id);
+  const events = rows.reduce((a, r) => a + r.events, 0);
+  return {
+    ids: rows.slice(0, limit).map((r) => `${Math.floor(r.first / 1000).toString(36)}-${r.id.toString(16)}`),
+    summary: {
+      sessions: rows.length,
+      bounce_rate: q.kind === "web" ? r4(rows.filter((r) => r.bounce).length, rows.length) : 0,
+      events_per_session: r4(events, rows.length),
+      median_seconds: refMedian(rows.map((r) => refDuration(r.last - r.first))),
+    },
+  };
+}
+
 export function refBreakdown(all: StoredEvent[], q: RefQuery, dim: string, metric: "events" | "sessions" | "users", limit: number) {
   const evs = refMatch(all, q);
   let valueOf = (e: StoredEvent) => dimValue(e, dim);

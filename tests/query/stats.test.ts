@@ -8,7 +8,7 @@ import { startTestServer, TestClock, type TestServer } from "../helpers/server.t
 import { tempDir } from "../helpers/tmp.ts";
 import { newApp, ownerHeaders } from "../helpers/ingest.ts";
 import { randomEvents } from "../helpers/events.ts";
-import { refBreakdown, refEvents, refEventSeries, refFunnel, refHeatmap, refMatch, refOverviewPeriod, refPaths, type RefQuery } from "../helpers/reference.ts";
+import { refBreakdown, refEvents, refEventSeries, refFunnel, refHeatmap, refMatch, refOverviewPeriod, refPaths, refSessions, type RefQuery } from "../helpers/reference.ts";
 import type { StoredEvent } from "../../src/store/event.ts";
 
 const START = Date.UTC(2026, 10, 10, 20); // 20:00, so sessions cross midnight
@@ -199,6 +199,15 @@ describe("stats against the reference", () => {
     expect(r.summary.sessions).toBe(ref.totals.sessions);
     expect(r.sessions.length).toBe(Math.min(500, ref.totals.sessions));
     expect([...r.sessions].sort((a, b) => b.started.localeCompare(a.started))).toEqual(r.sessions);
+    // The newest sessions and the summary, against the reference; a small limit as well,
+    // so the operator's buffer of newest sessions is cut back many times.
+    for (const [site, events, kind] of [[web, webEvents, "web"], [app, appEvents, "app"]] as const) {
+      for (const limit of [7, 500]) {
+        const got = await get<{ sessions: { id: string }[]; summary: Record<string, number> }>(`/apps/${site.appId}/sessions?${qs([], { limit: String(limit) })}`);
+        const want = refSessions(events, q(kind), limit);
+        expect({ ids: got.sessions.map((x) => x.id), summary: got.summary }).toEqual(want);
+      }
+    }
     const one = r.sessions[3]!;
     const tl = await get<{ name: string; ts: string }[]>(`/apps/${web.appId}/sessions/${one.id}`);
     expect(tl.length).toBe(one.events);
