@@ -29,15 +29,13 @@ export function scanOptions(q: QueryContext, startMs: number, endMs: number): Sc
     const others = q.filters.filter((f) => f.dim !== "entry" && f.dim !== "exit");
     const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), { startMs: startMs - DAY_MS, endMs: endMs + DAY_MS, debug: q.debug, filters: others }, q.budget);
     sessions = new Set();
-    for (const s of all) {
-      if (sessionFilters.every((f) => f.values.includes(placeOf(s, f.dim as "entry" | "exit")))) sessions.add(s.id);
+    for (let k = 0; k < all.n; k++) {
+      if (sessionFilters.every((f) => f.values.includes(all.place(k, f.dim as "entry" | "exit")))) sessions.add(all.id[k]!);
     }
   }
   return { startMs, endMs, debug: q.debug, filters: q.filters, sessions };
 }
 
-import { place } from "./sessions.ts";
-const placeOf = place;
 
 export const dayStart = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;
 export const dayKey = (ms: number) => new Date(dayStart(ms)).toISOString().slice(0, 10);

@@ -7,6 +7,7 @@ import { scan, type Budget, type ScanOptions } from "./scan.ts";
 
 export const DAY_MS = 86_400_000;
 
+/** One session, as the few callers that hold sessions one by one see it. */
 export interface SessionAgg {
   id: number;
   first: number;
@@ -16,7 +17,7 @@ export interface SessionAgg {
   visitor: number;
   /**
    * Chunk and row of the first and last event, and of the first and last pageview (chunk
-   * null: no pageview). Flat fields, not pairs: a walk creates one object per session.
+   * null: no pageview).
    */
   fc: Chunk;
   fi: number;
@@ -29,13 +30,92 @@ export interface SessionAgg {
 }
 
 /**
+ * The sessions of a walk as columns: session k is position k of each array. An object per
+ * session cost more than the rest of the walk (a million sessions a second query).
+ * Chunks are held by index into `chunks`; -1 means no pageview.
+ */
+export class Sessions {
+  n = 0;
+  chunks: Chunk[] = [];
+  id = new Float64Array(1024);
+  first = new Float64Array(1024);
+  last = new Float64Array(1024);
+  events = new Uint32Array(1024);
+  pageviews = new Uint32Array(1024);
+  visitor = new Float64Array(1024);
+  fc = new Int32Array(1024);
+  fi = new Int32Array(1024);
+  lc = new Int32Array(1024);
+  li = new Int32Array(1024);
+  fpc = new Int32Array(1024);
+  fpi = new Int32Array(1024);
+  lpc = new Int32Array(1024);
+  lpi = new Int32Array(1024);
+
+  /** Room for one more session; returns its position. */
+  add(): number {
+    if (this.n === this.id.length) {
+      const size = this.n * 2;
+      const g = <T extends Float64Array | Uint32Array | Int32Array>(a: T): T => {
+        const b = new (a.constructor as new (n: number) => T)(size);
+        b.set(a);
+        return b;
+      };
+      this.id = g(this.id);
+      this.first = g(this.first);
+      this.last = g(this.last);
+      this.events = g(this.events);
+      this.pageviews = g(this.pageviews);
+      this.visitor = g(this.visitor);
+      this.fc = g(this.fc);
+      this.fi = g(this.fi);
+      this.lc = g(this.lc);
+      this.li = g(this.li);
+      this.fpc = g(this.fpc);
+      this.fpi = g(this.fpi);
+      this.lpc = g(this.lpc);
+      this.lpi = g(this.lpi);
+    }
+    return this.n++;
+  }
+
+  isBounce(k: number): boolean {
+    return this.events[k]! <= 1 && this.pageviews[k]! <= 1;
+  }
+
+  get(k: number): SessionAgg {
+    const ch = this.chunks;
+    return {
+      id: this.id[k]!,
+      first: this.first[k]!,
+      last: this.last[k]!,
+      events: this.events[k]!,
+      pageviews: this.pageviews[k]!,
+      visitor: this.visitor[k]!,
+      fc: ch[this.fc[k]!]!,
+      fi: this.fi[k]!,
+      lc: ch[this.lc[k]!]!,
+      li: this.li[k]!,
+      fpc: this.fpc[k]! < 0 ? null : ch[this.fpc[k]!]!,
+      fpi: this.fpi[k]!,
+      lpc: this.lpc[k]! < 0 ? null : ch[this.lpc[k]!]!,
+      lpi: this.lpi[k]!,
+    };
+  }
+
+  place(k: number, which: "entry" | "exit"): string {
+    return place(this.get(k), which);
+  }
+}
+
+/**
  * Rows of a session share a context within a chunk, so the walk first folds each chunk's
  * rows into per-context typed arrays (no map lookup per row) and then merges contexts into
  * sessions. Ties on time resolve as a row-by-row walk in scan order would: the earliest
  * scanned row is first, the latest scanned row is last.
  */
-export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget): SessionAgg[] {
-  const out: SessionAgg[] = [];
+export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget): Sessions {
+  const out = new Sessions();
   const index = new IdIndex();
   for (const c of chunks) {
     const nctx = c.nctx;
@@ -74,71 +154,97 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
       budget,
     );
     if (!any) continue;
-    // Within one chunk a lower row was scanned earlier; earlier chunks were scanned earlier.
-    const earlier = (t: number, i: number, ac: Chunk, ai: number) => {
-      const u = ac.ts[ai]!;
-      return t < u || (t === u && ac === c && i < ai);
-    };
-    const later = (t: number, i: number, ac: Chunk, ai: number) => {
-      const u = ac.ts[ai]!;
-      return t > u || (t === u && (ac !== c || i > ai));
-    };
-    for (let x = 0; x < nctx; x++) {
-      const n = cnt[x]!;
-      if (n === 0) continue;
-      const id = c.session[x]!;
-      const f = fRow[x]!;
-      const l = lRow[x]!;
-      const fp = fPv[x]!;
-      const lp = lPv[x]!;
+    const ci = out.chunks.push(c) - 1;
+    mergeContexts(out, index, c, ci, cnt, pvs, fRow, lRow, fPv, lPv);
+  }
+  return out;
+}
+
+/**
+ * Folds one chunk's contexts into the sessions. A context of the session just merged (the
+ * contexts of a session sit next to each other in a partition) skips the index lookup.
+ */
+function mergeContexts(
+  out: Sessions,
+  index: IdIndex,
+  c: Chunk,
+  ci: number,
+  cnt: Uint32Array,
+  pvs: Uint32Array,
+  fRow: Int32Array,
+  lRow: Int32Array,
+  fPv: Int32Array,
+  lPv: Int32Array,
+) {
+  const ts = c.ts;
+  const chunks = out.chunks;
+  // Within one chunk a lower row was scanned earlier; earlier chunks were scanned earlier.
+  const earlier = (t: number, i: number, ak: number, ai: number) => {
+    const u = chunks[ak]!.ts[ai]!;
+    return t < u || (t === u && ak === ci && i < ai);
+  };
+  const later = (t: number, i: number, ak: number, ai: number) => {
+    const u = chunks[ak]!.ts[ai]!;
+    return t > u || (t === u && (ak !== ci || i > ai));
+  };
+  let prevId = NaN;
+  let k = -1;
+  for (let x = 0; x < cnt.length; x++) {
+    const n = cnt[x]!;
+    if (n === 0) continue;
+    const id = c.session[x]!;
+    const f = fRow[x]!;
+    const l = lRow[x]!;
+    const fp = fPv[x]!;
+    const lp = lPv[x]!;
+    if (id !== prevId) {
+      prevId = id;
       const at = index.slot(id);
-      const s = index.get(at) < 0 ? undefined : out[index.get(at)];
-      if (!s) {
-        index.put(at, id, out.length);
-        out.push({
-          id,
-          first: ts[f]!,
-          last: ts[l]!,
-          events: n,
-          pageviews: pvs[x]!,
-          visitor: c.visitor[x]!,
-          fc: c,
-          fi: f,
-          lc: c,
-          li: l,
-          fpc: fp >= 0 ? c : null,
-          fpi: fp,
-          lpc: lp >= 0 ? c : null,
-          lpi: lp,
-        });
+      k = index.get(at);
+      if (k < 0) {
+        k = out.add();
+        index.put(at, id, k);
+        out.id[k] = id;
+        out.first[k] = ts[f]!;
+        out.last[k] = ts[l]!;
+        out.events[k] = n;
+        out.pageviews[k] = pvs[x]!;
+        out.visitor[k] = c.visitor[x]!;
+        out.fc[k] = ci;
+        out.fi[k] = f;
+        out.lc[k] = ci;
+        out.li[k] = l;
+        out.fpc[k] = fp >= 0 ? ci : -1;
+        out.fpi[k] = fp;
+        out.lpc[k] = lp >= 0 ? ci : -1;
+        out.lpi[k] = lp;
         continue;
       }
-      s.events += n;
-      s.pageviews += pvs[x]!;
-      if (earlier(ts[f]!, f, s.fc, s.fi)) {
-        s.first = ts[f]!;
-        s.fc = c;
-        s.fi = f;
-        s.visitor = c.visitor[x]!;
+    }
+    out.events[k]! += n;
+    out.pageviews[k]! += pvs[x]!;
+    if (earlier(ts[f]!, f, out.fc[k]!, out.fi[k]!)) {
+      out.first[k] = ts[f]!;
+      out.fc[k] = ci;
+      out.fi[k] = f;
+      out.visitor[k] = c.visitor[x]!;
+    }
+    if (later(ts[l]!, l, out.lc[k]!, out.li[k]!)) {
+      out.last[k] = ts[l]!;
+      out.lc[k] = ci;
+      out.li[k] = l;
+    }
+    if (fp >= 0) {
+      if (out.fpc[k]! < 0 || earlier(ts[fp]!, fp, out.fpc[k]!, out.fpi[k]!)) {
+        out.fpc[k] = ci;
+        out.fpi[k] = fp;
       }
-      if (later(ts[l]!, l, s.lc, s.li)) {
-        s.last = ts[l]!;
-        s.lc = c;
-        s.li = l;
-      }
-      if (fp >= 0) {
-        if (!s.fpc || earlier(ts[fp]!, fp, s.fpc, s.fpi)) {
-          s.fpc = c;
-          s.fpi = fp;
-        }
-        if (!s.lpc || later(ts[lp]!, lp, s.lpc, s.lpi)) {
-          s.lpc = c;
-          s.lpi = lp;
-        }
+      if (out.lpc[k]! < 0 || later(ts[lp]!, lp, out.lpc[k]!, out.lpi[k]!)) {
+        out.lpc[k] = ci;
+        out.lpi[k] = lp;
       }
     }
   }
-  return out;
 }
 
 /**
@@ -221,4 +327,4 @@ export function medianOf(s: Float64Array): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-export const isBounce = (s: SessionAgg) => s.events <= 1 && s.pageviews <= 1;
+export const isBounce = (s: { events: number; pageviews: number }) => s.events <= 1 && s.pageviews <= 1;

@@ -33,7 +33,7 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
   if (dimension === "entry" || dimension === "exit") {
     const sessions = collectSessions(q.chunks(startMs, endMs), opts, q.budget);
     const where = new Map<number, string>();
-    for (const s of sessions) where.set(s.id, place(s, dimension));
+    for (let k = 0; k < sessions.n; k++) where.set(sessions.id[k]!, sessions.place(k, dimension));
     scan(q.chunks(startMs, endMs), opts, (c, i, x) => bump(where.get(c.session[x]!) ?? "", c.session[x]!, c.visitor[x]!, c.ts[i]!), q.budget);
   } else if (dimension.startsWith(PROP_PREFIX)) {
     const key = dimension.slice(PROP_PREFIX.length);

@@ -3,7 +3,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
-import { collectSessions, DAY_MS, durationSeconds, isBounce, median } from "../sessions.ts";
+import { collectSessions, DAY_MS, durationSeconds, medianOf } from "../sessions.ts";
 import { scan } from "../scan.ts";
 import { dayNumber, DurationHistogram } from "../../store/rollups.ts";
 
@@ -82,15 +82,15 @@ export function period(q: QueryContext): Period {
     }
     // Sessions count on the day of their first matching event: look a day either side.
     const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), scanOptions(q, startMs - DAY_MS, endMs + DAY_MS), q.budget);
-    const durations: number[] = [];
-    for (const s of all) {
-      if (s.first < startMs || s.first >= endMs) continue;
-      series[Math.floor((s.first - startMs) / DAY_MS)]!.sessions++;
-      sessions++;
-      if (isBounce(s)) bounces++;
-      durations.push(durationSeconds(s.last - s.first));
+    const durations = new Float64Array(all.n);
+    for (let k = 0; k < all.n; k++) {
+      const first = all.first[k]!;
+      if (first < startMs || first >= endMs) continue;
+      series[Math.floor((first - startMs) / DAY_MS)]!.sessions++;
+      durations[sessions++] = durationSeconds(all.last[k]! - first);
+      if (all.isBounce(k)) bounces++;
     }
-    medianSeconds = median(durations);
+    medianSeconds = medianOf(durations.subarray(0, sessions));
   }
   return {
     from: q.window.from,

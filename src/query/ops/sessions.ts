@@ -5,7 +5,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { collectSessions, DAY_MS, durationSeconds, isBounce, medianOf, place, type SessionAgg } from "../sessions.ts";
+import { collectSessions, DAY_MS, durationSeconds, medianOf, place, type SessionAgg } from "../sessions.ts";
 import { scan } from "../scan.ts";
 import { CTX_DIMS } from "../../store/chunk.ts";
 import { invalid } from "../../domain/errors.ts";
@@ -35,28 +35,30 @@ export function sessionsList(q: QueryContext, limit: number) {
   // One pass: counts, durations, and the newest `limit` sessions. The newest are kept in a
   // buffer cut back to `limit` whenever it fills; sorting every session of the window to
   // take 50 was most of this operator's time.
-  const newer = (a: SessionAgg, b: SessionAgg) => b.first - a.first || b.id - a.id;
-  const top: SessionAgg[] = [];
-  let floor: SessionAgg | null = null; // the oldest kept once the buffer has been cut
-  const durations = new Float64Array(all.length);
+  const { first, id, last } = all;
+  const newer = (a: number, b: number) => first[b]! - first[a]! || id[b]! - id[a]!;
+  const top: number[] = [];
+  let floor = -1; // the oldest kept once the buffer has been cut
+  const durations = new Float64Array(all.n);
   let n = 0;
   let events = 0;
   let bounces = 0;
-  for (const s of all) {
-    if (s.first < startMs || s.first >= endMs) continue;
-    durations[n++] = durationSeconds(s.last - s.first);
-    events += s.events;
-    if (isBounce(s)) bounces++;
-    if (floor && newer(s, floor) >= 0) continue;
-    top.push(s);
+  for (let k = 0; k < all.n; k++) {
+    const f = first[k]!;
+    if (f < startMs || f >= endMs) continue;
+    durations[n++] = durationSeconds(last[k]! - f);
+    events += all.events[k]!;
+    if (all.isBounce(k)) bounces++;
+    if (floor >= 0 && newer(k, floor) >= 0) continue;
+    top.push(k);
     if (top.length >= 4 * limit + 64) {
       top.sort(newer);
       top.length = limit;
-      floor = top[limit - 1] ?? null;
+      floor = limit > 0 ? top[limit - 1]! : -1;
     }
   }
   top.sort(newer);
-  const inWindow = top.slice(0, limit);
+  const inWindow = top.slice(0, limit).map((k) => all.get(k));
   const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
   return {
     sessions: inWindow.map((s) => ({
