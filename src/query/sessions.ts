@@ -54,8 +54,13 @@ export class Sessions {
 
   /** Room for one more session; returns its position. */
   add(): number {
-    if (this.n === this.id.length) {
-      const size = this.n * 2;
+    if (this.n === this.id.length) this.reserve(this.n * 2);
+    return this.n++;
+  }
+
+  /** Room for `size` sessions in all (arrays grow once, not by doubling). */
+  reserve(size: number) {
+    if (size > this.id.length) {
       const g = <T extends Float64Array | Uint32Array | Int32Array>(a: T): T => {
         const b = new (a.constructor as new (n: number) => T)(size);
         b.set(a);
@@ -76,7 +81,6 @@ export class Sessions {
       this.lpc = g(this.lpc);
       this.lpi = g(this.lpi);
     }
-    return this.n++;
   }
 
   isBounce(k: number): boolean {
@@ -108,15 +112,39 @@ export class Sessions {
   }
 }
 
+/** One chunk's contexts folded: per context the rows that pass and their ends. */
+interface Folded {
+  c: Chunk;
+  ci: number;
+  cnt: Uint32Array;
+  pvs: Uint32Array;
+  fRow: Int32Array;
+  lRow: Int32Array;
+  fPv: Int32Array;
+  lPv: Int32Array;
+  /** Contexts with rows, in session order. */
+  order: Uint32Array;
+  /** Next position in `order` (the bucket walk's cursor). */
+  pos: number;
+}
+
 /**
  * Rows of a session share a context within a chunk, so the walk first folds each chunk's
  * rows into per-context typed arrays (no map lookup per row) and then merges contexts into
  * sessions. Ties on time resolve as a row-by-row walk in scan order would: the earliest
  * scanned row is first, the latest scanned row is last.
+ *
+ * The merge goes through the session ids in buckets of a few thousand: a partition holds
+ * its contexts in session order, so each chunk gives a bucket one stretch of contexts, and
+ * the index of session ids stays small enough to sit in cache. One index over all sessions
+ * cost a cache miss per context (about 250 ns; the largest part of a sessions query).
  */
 export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget): Sessions {
   const out = new Sessions();
-  const index = new IdIndex();
+  const parts: Folded[] = [];
+  let total = 0;
+  let lo = Infinity;
+  let hi = -Infinity;
   for (const c of chunks) {
     const nctx = c.nctx;
     if (nctx === 0) continue;
@@ -127,56 +155,152 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
     const fPv = new Int32Array(nctx).fill(-1);
     const lPv = new Int32Array(nctx).fill(-1);
     const pv = c.dicts.name.find("pageview");
-    const ts = c.ts;
-    const name = c.name;
-    let any = false;
-    scan(
-      [c],
-      o,
-      (_c, i, x) => {
-        any = true;
-        const t = ts[i]!;
-        if (cnt[x] === 0) fRow[x] = lRow[x] = i;
-        else {
-          if (t < ts[fRow[x]!]!) fRow[x] = i;
-          if (t >= ts[lRow[x]!]!) lRow[x] = i;
-        }
-        cnt[x]!++;
-        if (name[i] === pv) {
-          pvs[x]!++;
-          if (fPv[x]! < 0) fPv[x] = lPv[x] = i;
-          else {
-            if (t < ts[fPv[x]!]!) fPv[x] = i;
-            if (t >= ts[lPv[x]!]!) lPv[x] = i;
-          }
-        }
-      },
-      budget,
-    );
+    const any = c.ctxStart && wholeUnfiltered(c, o) ? foldRuns(c, o.debug, pv, cnt, pvs, fRow, lRow, fPv, lPv) : foldRows(c, o, pv, cnt, pvs, fRow, lRow, fPv, lPv, budget);
     if (!any) continue;
-    const ci = out.chunks.push(c) - 1;
-    mergeContexts(out, index, c, ci, cnt, pvs, fRow, lRow, fPv, lPv);
+    let n = 0;
+    for (let x = 0; x < nctx; x++) if (cnt[x]) n++;
+    const order = new Uint32Array(n);
+    n = 0;
+    for (let x = 0; x < nctx; x++) if (cnt[x]) order[n++] = x;
+    const session = c.session;
+    if (!c.sortedBySession) {
+      // The head: contexts in arrival order. Sorted by session, then context (stable).
+      const xs = Array.from(order);
+      xs.sort((a, b) => session[a]! - session[b]! || a - b);
+      order.set(xs);
+    }
+    if (n) {
+      if (session[order[0]!]! < lo) lo = session[order[0]!]!;
+      if (session[order[n - 1]!]! > hi) hi = session[order[n - 1]!]!;
+    }
+    total += n;
+    parts.push({ c, ci: out.chunks.push(c) - 1, cnt, pvs, fRow, lRow, fPv, lPv, order, pos: 0 });
+  }
+  if (!total) return out;
+  out.reserve(total);
+  const buckets = Math.max(1, Math.ceil(total / 4096));
+  const width = (hi - lo) / buckets;
+  const index = new IdIndex();
+  for (let j = 0; j < buckets; j++) {
+    // Ids below `bound` (every id, in the last bucket); chunks in order within a bucket.
+    const bound = j === buckets - 1 ? Infinity : lo + width * (j + 1);
+    index.clear();
+    for (const p of parts) {
+      const from = p.pos;
+      let to = from;
+      const session = p.c.session;
+      const order = p.order;
+      while (to < order.length && session[order[to]!]! < bound) to++;
+      if (to > from) mergeContexts(out, index, p, from, to);
+      p.pos = to;
+    }
+    budget?.check(0);
   }
   return out;
 }
 
-/**
- * Folds one chunk's contexts into the sessions. A context of the session just merged (the
- * contexts of a session sit next to each other in a partition) skips the index lookup.
- */
-function mergeContexts(
-  out: Sessions,
-  index: IdIndex,
+const wholeUnfiltered = (c: Chunk, o: ScanOptions) => !o.filters.length && !o.sessions && c.minTs >= o.startMs && c.maxTs < o.endMs;
+
+/** Per context: rows that pass, pageviews, and the rows of the first and last of each. */
+function foldRows(
   c: Chunk,
-  ci: number,
+  o: ScanOptions,
+  pv: number,
   cnt: Uint32Array,
   pvs: Uint32Array,
   fRow: Int32Array,
   lRow: Int32Array,
   fPv: Int32Array,
   lPv: Int32Array,
-) {
+  budget?: Budget,
+): boolean {
   const ts = c.ts;
+  const name = c.name;
+  let any = false;
+  scan(
+    [c],
+    o,
+    (_c, i, x) => {
+      any = true;
+      const t = ts[i]!;
+      if (cnt[x] === 0) fRow[x] = lRow[x] = i;
+      else {
+        if (t < ts[fRow[x]!]!) fRow[x] = i;
+        if (t >= ts[lRow[x]!]!) lRow[x] = i;
+      }
+      cnt[x]!++;
+      if (name[i] === pv) {
+        pvs[x]!++;
+        if (fPv[x]! < 0) fPv[x] = lPv[x] = i;
+        else {
+          if (t < ts[fPv[x]!]!) fPv[x] = i;
+          if (t >= ts[lPv[x]!]!) lPv[x] = i;
+        }
+      }
+    },
+    budget,
+  );
+  return any;
+}
+
+/**
+ * The same for a partition read whole with no filter: its contexts are runs of rows in
+ * time order, so a context's first and last rows are its run's ends and only pageviews
+ * need a look at the rows (no callback per row).
+ */
+function foldRuns(
+  c: Chunk,
+  debug: boolean,
+  pv: number,
+  cnt: Uint32Array,
+  pvs: Uint32Array,
+  fRow: Int32Array,
+  lRow: Int32Array,
+  fPv: Int32Array,
+  lPv: Int32Array,
+): boolean {
+  const start = c.ctxStart!;
+  const want = debug ? 1 : 0;
+  const name = c.name;
+  let any = false;
+  for (let x = 0; x < c.nctx; x++) {
+    if (c.debug[x] !== want) continue;
+    const a = start[x]!;
+    const b = start[x + 1]!;
+    if (a === b) continue;
+    any = true;
+    cnt[x] = b - a;
+    fRow[x] = a;
+    lRow[x] = b - 1;
+    if (pv < 0) continue;
+    let n = 0;
+    let f = -1;
+    let l = -1;
+    for (let i = a; i < b; i++) {
+      if (name[i] !== pv) continue;
+      if (f < 0) f = i;
+      l = i;
+      n++;
+    }
+    pvs[x] = n;
+    fPv[x] = f;
+    lPv[x] = l;
+  }
+  return any;
+}
+
+/**
+ * Folds one chunk's contexts into the sessions. A context of the session just merged (the
+ * contexts of a session sit next to each other in a partition) skips the index lookup.
+ */
+function mergeContexts(out: Sessions, index: IdIndex, p: Folded, from: number, to: number) {
+  const { c, ci, cnt, pvs, fRow, lRow, fPv, lPv, order } = p;
+  // At most one new session per context: with the room made first, no array is replaced
+  // below and they can be held in locals.
+  out.reserve(out.n + (to - from));
+  const { id: oid, first, last, events, pageviews, visitor, fc, fi, lc, li, fpc, fpi, lpc, lpi } = out;
+  const ts = c.ts;
+  const session = c.session;
   const chunks = out.chunks;
   // Within one chunk a lower row was scanned earlier; earlier chunks were scanned earlier.
   const earlier = (t: number, i: number, ak: number, ai: number) => {
@@ -189,10 +313,10 @@ function mergeContexts(
   };
   let prevId = NaN;
   let k = -1;
-  for (let x = 0; x < cnt.length; x++) {
+  for (let q = from; q < to; q++) {
+    const x = order[q]!;
     const n = cnt[x]!;
-    if (n === 0) continue;
-    const id = c.session[x]!;
+    const id = session[x]!;
     const f = fRow[x]!;
     const l = lRow[x]!;
     const fp = fPv[x]!;
@@ -202,46 +326,46 @@ function mergeContexts(
       const at = index.slot(id);
       k = index.get(at);
       if (k < 0) {
-        k = out.add();
+        k = out.n++;
         index.put(at, id, k);
-        out.id[k] = id;
-        out.first[k] = ts[f]!;
-        out.last[k] = ts[l]!;
-        out.events[k] = n;
-        out.pageviews[k] = pvs[x]!;
-        out.visitor[k] = c.visitor[x]!;
-        out.fc[k] = ci;
-        out.fi[k] = f;
-        out.lc[k] = ci;
-        out.li[k] = l;
-        out.fpc[k] = fp >= 0 ? ci : -1;
-        out.fpi[k] = fp;
-        out.lpc[k] = lp >= 0 ? ci : -1;
-        out.lpi[k] = lp;
+        oid[k] = id;
+        first[k] = ts[f]!;
+        last[k] = ts[l]!;
+        events[k] = n;
+        pageviews[k] = pvs[x]!;
+        visitor[k] = c.visitor[x]!;
+        fc[k] = ci;
+        fi[k] = f;
+        lc[k] = ci;
+        li[k] = l;
+        fpc[k] = fp >= 0 ? ci : -1;
+        fpi[k] = fp;
+        lpc[k] = lp >= 0 ? ci : -1;
+        lpi[k] = lp;
         continue;
       }
     }
-    out.events[k]! += n;
-    out.pageviews[k]! += pvs[x]!;
-    if (earlier(ts[f]!, f, out.fc[k]!, out.fi[k]!)) {
-      out.first[k] = ts[f]!;
-      out.fc[k] = ci;
-      out.fi[k] = f;
-      out.visitor[k] = c.visitor[x]!;
+    events[k]! += n;
+    pageviews[k]! += pvs[x]!;
+    if (earlier(ts[f]!, f, fc[k]!, fi[k]!)) {
+      first[k] = ts[f]!;
+      fc[k] = ci;
+      fi[k] = f;
+      visitor[k] = c.visitor[x]!;
     }
-    if (later(ts[l]!, l, out.lc[k]!, out.li[k]!)) {
-      out.last[k] = ts[l]!;
-      out.lc[k] = ci;
-      out.li[k] = l;
+    if (later(ts[l]!, l, lc[k]!, li[k]!)) {
+      last[k] = ts[l]!;
+      lc[k] = ci;
+      li[k] = l;
     }
     if (fp >= 0) {
-      if (out.fpc[k]! < 0 || earlier(ts[fp]!, fp, out.fpc[k]!, out.fpi[k]!)) {
-        out.fpc[k] = ci;
-        out.fpi[k] = fp;
+      if (fpc[k]! < 0 || earlier(ts[fp]!, fp, fpc[k]!, fpi[k]!)) {
+        fpc[k] = ci;
+        fpi[k] = fp;
       }
-      if (out.lpc[k]! < 0 || later(ts[lp]!, lp, out.lpc[k]!, out.lpi[k]!)) {
-        out.lpc[k] = ci;
-        out.lpi[k] = lp;
+      if (lpc[k]! < 0 || later(ts[lp]!, lp, lpc[k]!, lpi[k]!)) {
+        lpc[k] = ci;
+        lpi[k] = lp;
       }
     }
   }
@@ -256,11 +380,16 @@ class IdIndex {
   private keys = new Float64Array(1 << 12);
   private vals = new Int32Array(1 << 12).fill(-1);
   private used = 0;
+  /** Empties the index, keeping its size. */
+  clear() {
+    if (this.used) this.vals.fill(-1);
+    this.used = 0;
+  }
   /** Slot holding `id`, or the empty slot where it would go. */
   slot(id: number): number {
     const mask = this.keys.length - 1;
     // The low 32 bits of the hash, mixed: ids are already uniform hashes.
-    let h = Math.imul(id % 4294967296 | 0, 0x9e3779b1) & mask;
+    let h = Math.imul(id | 0, 0x9e3779b1) & mask;
     while (this.vals[h]! >= 0 && this.keys[h] !== id) h = (h + 1) & mask;
     return h;
   }

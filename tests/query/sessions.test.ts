@@ -1,0 +1,71 @@
+// The sessions walk (src/query/sessions.ts) against a plain reference over the same
+// events: sessions spread over two partitions and a head, enough of them for the walk's
+// buckets of session ids to be many, whole chunks (read by runs) and partial or filtered
+// ones (read row by row).
+
+import { describe, expect, test } from "bun:test";
+import { HeadChunk } from "../../src/store/chunk.ts";
+import { readPartition, writePartition } from "../../src/store/parquet.ts";
+import { collectSessions } from "../../src/query/sessions.ts";
+import type { ScanOptions } from "../../src/query/scan.ts";
+import type { StoredEvent } from "../../src/store/event.ts";
+import { randomEvents } from "../helpers/events.ts";
+import { groupBy, refSessionPlace } from "../helpers/reference.ts";
+
+function partition(events: StoredEvent[]) {
+  const h = new HeadChunk(7);
+  for (const e of events) h.append(e);
+  return readPartition(writePartition([{ chunk: h, rows: Uint32Array.from({ length: h.n }, (_, i) => i) }], { app: 7, tag: 1 }).bytes).chunk;
+}
+
+describe("sessions walk", () => {
+  const events = randomEvents(7, 60_000, { seed: 9, web: true });
+  const a = partition(events.filter((_, i) => i % 3 === 0));
+  const b = partition(events.filter((_, i) => i % 3 === 1));
+  const head = new HeadChunk(7);
+  for (const e of events.filter((_, i) => i % 3 === 2)) head.append(e);
+  const chunks = [a, b, head];
+
+  const reference = (o: ScanOptions) => {
+    const pass = events.filter((e) => e.debug === o.debug && e.ts >= o.startMs && e.ts < o.endMs && o.filters.every((f) => f.values.includes((e.dims as Record<string, string>)[f.dim]!)));
+    const out = new Map<number, object>();
+    for (const [id, es] of groupBy(pass, (e) => e.session)) {
+      out.set(id, {
+        first: Math.min(...es.map((e) => e.ts)),
+        last: Math.max(...es.map((e) => e.ts)),
+        events: es.length,
+        pageviews: es.filter((e) => e.name === "pageview").length,
+        visitor: es[0]!.visitor,
+        entry: refSessionPlace(es, "entry"),
+        exit: refSessionPlace(es, "exit"),
+      });
+    }
+    return out;
+  };
+
+  const walked = (o: ScanOptions) => {
+    const s = collectSessions(chunks, o);
+    const out = new Map<number, object>();
+    for (let k = 0; k < s.n; k++) {
+      expect(out.has(s.id[k]!)).toBe(false);
+      out.set(s.id[k]!, { first: s.first[k], last: s.last[k], events: s.events[k], pageviews: s.pageviews[k], visitor: s.visitor[k], entry: s.place(k, "entry"), exit: s.place(k, "exit") });
+    }
+    return out;
+  };
+
+  const mid = events[30_000]!.ts;
+  const cases: [string, ScanOptions][] = [
+    ["whole chunks, production", { startMs: -Infinity, endMs: Infinity, debug: false, filters: [] }],
+    ["whole chunks, debug", { startMs: -Infinity, endMs: Infinity, debug: true, filters: [] }],
+    ["a window that cuts the chunks", { startMs: mid - 86_400_000, endMs: mid, debug: false, filters: [] }],
+    ["a filter", { startMs: -Infinity, endMs: Infinity, debug: false, filters: [{ dim: "country", values: ["GB", "JP"] }] }],
+  ];
+  for (const [name, o] of cases) {
+    test(name, () => {
+      const want = reference(o);
+      // Many sessions, in several chunks each: the walk's buckets (4,096 contexts) are many.
+      expect(want.size).toBeGreaterThan(o.debug ? 500 : o.filters.length || o.startMs > 0 ? 2000 : 6000);
+      expect(walked(o)).toEqual(want);
+    });
+  }
+});
