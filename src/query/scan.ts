@@ -88,6 +88,19 @@ export function scan(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, 
 }
 
 /**
+ * For a chunk inside the window whose contexts are runs of rows (a partition), when every
+ * filter is held per context: which contexts pass (their rows all pass). Null when rows
+ * must be read one by one (scan).
+ */
+export function passingRuns(c: Chunk, o: ScanOptions): Uint8Array | null {
+  if (!c.ctxStart || c.n === 0 || c.minTs < o.startMs || c.maxTs >= o.endMs) return null;
+  const plan = compile(c, o);
+  if (!plan) return new Uint8Array(c.nctx);
+  if (plan.nameOk || plan.pathOk || plan.rowOk) return null;
+  return plan.ctxOk;
+}
+
+/**
  * Events per context of one chunk over the rows that pass (for counts by a dimension held
  * per context: one tight loop, no callback per row). Null when no row can pass.
  */

@@ -3,7 +3,7 @@
 // property of the first and last event for apps).
 
 import type { Chunk } from "../store/chunk.ts";
-import { scan, type Budget, type ScanOptions } from "./scan.ts";
+import { passingRuns, scan, type Budget, type ScanOptions } from "./scan.ts";
 
 export const DAY_MS = 86_400_000;
 
@@ -155,7 +155,8 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
     const fPv = new Int32Array(nctx).fill(-1);
     const lPv = new Int32Array(nctx).fill(-1);
     const pv = c.dicts.name.find("pageview");
-    const any = c.ctxStart && wholeUnfiltered(c, o) ? foldRuns(c, o.debug, pv, cnt, pvs, fRow, lRow, fPv, lPv) : foldRows(c, o, pv, cnt, pvs, fRow, lRow, fPv, lPv, budget);
+    const runs = passingRuns(c, o);
+    const any = runs ? foldRuns(c, runs, pv, cnt, pvs, fRow, lRow, fPv, lPv) : foldRows(c, o, pv, cnt, pvs, fRow, lRow, fPv, lPv, budget);
     if (!any) continue;
     let n = 0;
     for (let x = 0; x < nctx; x++) if (cnt[x]) n++;
@@ -198,8 +199,6 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
   }
   return out;
 }
-
-const wholeUnfiltered = (c: Chunk, o: ScanOptions) => !o.filters.length && !o.sessions && c.minTs >= o.startMs && c.maxTs < o.endMs;
 
 /** Per context: rows that pass, pageviews, and the rows of the first and last of each. */
 function foldRows(
@@ -244,13 +243,13 @@ function foldRows(
 }
 
 /**
- * The same for a partition read whole with no filter: its contexts are runs of rows in
- * time order, so a context's first and last rows are its run's ends and only pageviews
- * need a look at the rows (no callback per row).
+ * The same for a partition inside the window with filters held per context only: its
+ * contexts are runs of rows in time order, so a context's first and last rows are its
+ * run's ends and only pageviews need a look at the rows (no callback per row).
  */
 function foldRuns(
   c: Chunk,
-  debug: boolean,
+  pass: Uint8Array,
   pv: number,
   cnt: Uint32Array,
   pvs: Uint32Array,
@@ -260,11 +259,10 @@ function foldRuns(
   lPv: Int32Array,
 ): boolean {
   const start = c.ctxStart!;
-  const want = debug ? 1 : 0;
   const name = c.name;
   let any = false;
   for (let x = 0; x < c.nctx; x++) {
-    if (c.debug[x] !== want) continue;
+    if (!pass[x]) continue;
     const a = start[x]!;
     const b = start[x + 1]!;
     if (a === b) continue;

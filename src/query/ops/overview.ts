@@ -4,7 +4,7 @@
 import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
 import { collectSessions, DAY_MS, durationSeconds, medianOf } from "../sessions.ts";
-import { scan } from "../scan.ts";
+import { passingRuns, scan } from "../scan.ts";
 import { dayNumber, DurationHistogram } from "../../store/rollups.ts";
 
 export interface DayPoint {
@@ -66,6 +66,36 @@ export function period(q: QueryContext): Period {
       const name = c.name;
       // A context is one visitor: once added for a day, its later rows that day add nothing.
       const lastDay = new Int32Array(c.nctx).fill(-1);
+      const runs = passingRuns(c, opts);
+      if (runs) {
+        // A partition inside the window, filtered per context: whole runs of rows, in time
+        // order, so a run within one day counts at once.
+        const start = c.ctxStart!;
+        for (let x = 0; x < c.nctx; x++) {
+          if (!runs[x]) continue;
+          const a = start[x]!;
+          const b = start[x + 1]!;
+          if (a === b) continue;
+          const d0 = Math.floor((ts[a]! - startMs) / DAY_MS);
+          const d1 = Math.floor((ts[b - 1]! - startMs) / DAY_MS);
+          for (let i = a; i < b; i++) if (name[i] === pvCode) pageviews++;
+          events += b - a;
+          if (d0 === d1) {
+            series[d0]!.events += b - a;
+            visitors[d0]!.add(c.visitor[x]!);
+            continue;
+          }
+          for (let i = a; i < b; i++) {
+            const d = Math.floor((ts[i]! - startMs) / DAY_MS);
+            series[d]!.events++;
+            if (lastDay[x] === d) continue;
+            lastDay[x] = d;
+            visitors[d]!.add(c.visitor[x]!);
+          }
+        }
+        q.budget.check(c.n);
+        continue;
+      }
       scan([c], opts, (_c, i, x) => {
         const d = Math.floor((ts[i]! - startMs) / DAY_MS);
         series[d]!.events++;
