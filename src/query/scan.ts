@@ -155,7 +155,7 @@ export function countCodesWhole(c: Chunk, o: ScanOptions, codes: Codes, ncodes: 
   return per;
 }
 
-interface Compiled {
+export interface Compiled {
   ctxOk: Uint8Array;
   nameOk: Uint8Array | null;
   pathOk: Uint8Array | null;
@@ -178,7 +178,7 @@ function allowCodes(values: string[], dict: { find(s: string): number; size: num
 }
 
 /** Per-chunk tables for the filters; null when no row of the chunk can match. */
-function compile(c: Chunk, o: ScanOptions): Compiled | null {
+export function compile(c: Chunk, o: ScanOptions): Compiled | null {
   const ctxOk = new Uint8Array(c.nctx);
   const debug = o.debug ? 1 : 0;
   for (let x = 0; x < c.nctx; x++) ctxOk[x] = c.debug[x] === debug ? 1 : 0;

@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { HeadChunk } from "../../src/store/chunk.ts";
 import { readPartition, writePartition } from "../../src/store/parquet.ts";
 import { collectSessions } from "../../src/query/sessions.ts";
+import { walkSessions } from "../../src/query/session-walk.ts";
 import type { ScanOptions } from "../../src/query/scan.ts";
 import type { StoredEvent } from "../../src/store/event.ts";
 import { randomEvents } from "../helpers/events.ts";
@@ -66,6 +67,25 @@ describe("sessions walk", () => {
       // Many sessions, in several chunks each: the walk's buckets (4,096 contexts) are many.
       expect(want.size).toBeGreaterThan(o.debug ? 500 : o.filters.length || o.startMs > 0 ? 2000 : 6000);
       expect(walked(o)).toEqual(want);
+    });
+
+    test(`${name}: each session's rows in time order (funnel, paths)`, () => {
+      const pass = events.filter((e) => e.debug === o.debug && e.ts >= o.startMs && e.ts < o.endMs && o.filters.every((f) => f.values.includes((e.dims as Record<string, string>)[f.dim]!)));
+      const want = new Map<number, string[]>();
+      for (const [id, es] of groupBy(pass, (e) => e.session)) want.set(id, [...es].sort((x, y) => x.ts - y.ts).map((e) => `${e.ts} ${e.name} ${e.dims.pathname}`));
+      const got = new Map<number, string[]>();
+      walkSessions(chunks, o, (s, cs) => {
+        expect(got.has(s.id)).toBe(false);
+        const rows: string[] = [];
+        for (let k = 0; k < s.n; k++) {
+          const c = cs[s.chunk[k]!]!;
+          const i = s.row[k]!;
+          expect(c.session[c.ctx[i]!]).toBe(s.id);
+          rows.push(`${c.ts[i]} ${c.dicts.name.values[c.name[i]!]} ${c.dicts.pathname.values[c.pathname[i]!]}`);
+        }
+        got.set(s.id, rows);
+      });
+      expect(got).toEqual(want);
     });
   }
 });

@@ -4,31 +4,46 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { scan } from "../scan.ts";
+import type { Chunk } from "../../store/chunk.ts";
+import { walkSessions } from "../session-walk.ts";
 import { DAY_MS } from "../sessions.ts";
 
 export const PATHS_LIMIT = 20;
 
 export function paths(q: QueryContext, after: string) {
   const { startMs, endMs } = q.window;
-  const bySession = new Map<number, { ts: number; seq: number; label: string; name: string }[]>();
-  let seq = 0;
-  scan(q.chunks(startMs, endMs + DAY_MS), scanOptions(q, startMs, endMs + DAY_MS), (c, i, x) => {
-    const name = c.dicts.name.values[c.name[i]!]!;
-    const label = name === "pageview" ? `pageview ${c.dicts.pathname.values[c.pathname[i]!]!}` : name;
-    const id = c.session[x]!;
-    (bySession.get(id) ?? bySession.set(id, []).get(id)!).push({ ts: c.ts[i]!, seq: seq++, label, name });
+  // Counted by code per chunk (the next event's name, or its pathname after a page view),
+  // turned into labels once at the end.
+  const byName = new Map<Chunk, Float64Array>();
+  const byPath = new Map<Chunk, Float64Array>();
+  // Indexed by the walk's chunk number: no Map lookup per event.
+  const codesOf: { after: number; pageview: number }[] = [];
+  const codes = (ci: number, c: Chunk) => (codesOf[ci] ??= { after: c.dicts.name.find(after), pageview: c.dicts.name.find("pageview") });
+  walkSessions(q.chunks(startMs, endMs + DAY_MS), scanOptions(q, startMs, endMs + DAY_MS), (s, cs) => {
+    const { n, chunk, row } = s;
+    for (let k = 0; k + 1 < n; k++) {
+      const c = cs[chunk[k]!]!;
+      const i = row[k]!;
+      if (c.name[i] !== codes(chunk[k]!, c).after) continue;
+      const t = c.ts[i]!;
+      if (t < startMs || t >= endMs) continue;
+      const d = cs[chunk[k + 1]!]!;
+      const j = row[k + 1]!;
+      if (d.name[j] === codes(chunk[k + 1]!, d).pageview) {
+        let a = byPath.get(d);
+        if (!a) byPath.set(d, (a = new Float64Array(d.dicts.pathname.size)));
+        a[d.pathname[j]!]!++;
+      } else {
+        let a = byName.get(d);
+        if (!a) byName.set(d, (a = new Float64Array(d.dicts.name.size)));
+        a[d.name[j]!]!++;
+      }
+    }
   }, q.budget);
   const next = new Map<string, number>();
-  for (const evs of bySession.values()) {
-    evs.sort((a, b) => a.ts - b.ts || a.seq - b.seq);
-    for (let k = 0; k + 1 < evs.length; k++) {
-      const e = evs[k]!;
-      if (e.name !== after || e.ts < startMs || e.ts >= endMs) continue;
-      const n = evs[k + 1]!.label;
-      next.set(n, (next.get(n) ?? 0) + 1);
-    }
-  }
+  const add = (label: string, n: number) => next.set(label, (next.get(label) ?? 0) + n);
+  for (const [c, a] of byPath) for (let code = 0; code < a.length; code++) if (a[code]) add(`pageview ${c.dicts.pathname.values[code]!}`, a[code]!);
+  for (const [c, a] of byName) for (let code = 0; code < a.length; code++) if (a[code]) add(c.dicts.name.values[code]!, a[code]!);
   const rows = [...next].map(([value, count]) => ({ value, count }));
   rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1));
   return { after, next: rows.slice(0, PATHS_LIMIT), sampled: false };
