@@ -260,26 +260,43 @@ function foldRuns(
 ): boolean {
   const start = c.ctxStart!;
   const name = c.name;
+  const session = c.session;
   let any = false;
+  // A session's contexts are neighbours and its rows are in time order across them, so
+  // they fold into one entry, held by the session's first passing context (h): its run
+  // start is the session's first row here, the last passing run's end its last.
+  let h = -1;
   for (let x = 0; x < c.nctx; x++) {
     if (!pass[x]) continue;
     const a = start[x]!;
     const b = start[x + 1]!;
     if (a === b) continue;
     any = true;
-    cnt[x] = b - a;
-    fRow[x] = a;
-    lRow[x] = b - 1;
-    if (pv < 0) continue;
     let n = 0;
     let f = -1;
     let l = -1;
-    for (let i = a; i < b; i++) {
-      if (name[i] !== pv) continue;
-      if (f < 0) f = i;
-      l = i;
-      n++;
+    if (pv >= 0) {
+      for (let i = a; i < b; i++) {
+        if (name[i] !== pv) continue;
+        if (f < 0) f = i;
+        l = i;
+        n++;
+      }
     }
+    if (h >= 0 && session[h] === session[x]) {
+      cnt[h]! += b - a;
+      lRow[h] = b - 1;
+      pvs[h]! += n;
+      if (f >= 0) {
+        if (fPv[h]! < 0) fPv[h] = f;
+        lPv[h] = l;
+      }
+      continue;
+    }
+    h = x;
+    cnt[x] = b - a;
+    fRow[x] = a;
+    lRow[x] = b - 1;
     pvs[x] = n;
     fPv[x] = f;
     lPv[x] = l;

@@ -356,6 +356,11 @@ export class Rollups {
 export class DurationHistogram {
   private exact = new Float64Array(3600);
   private over = new Map<number, number>();
+  /** One duration, in whole seconds. */
+  add(k: number) {
+    if (k < 3600) this.exact[k]!++;
+    else this.over.set(k, (this.over.get(k) ?? 0) + 1);
+  }
   addAll(m: Map<number, number>) {
     for (const [k, v] of m) {
       if (k < 3600) this.exact[k]! += v;

@@ -3,7 +3,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
-import { collectSessions, DAY_MS, durationSeconds, medianOf } from "../sessions.ts";
+import { collectSessions, DAY_MS, durationSeconds } from "../sessions.ts";
 import { passingRuns, scan } from "../scan.ts";
 import { dayNumber, DurationHistogram } from "../../store/rollups.ts";
 
@@ -112,15 +112,16 @@ export function period(q: QueryContext): Period {
     }
     // Sessions count on the day of their first matching event: look a day either side.
     const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), scanOptions(q, startMs - DAY_MS, endMs + DAY_MS), q.budget);
-    const durations = new Float64Array(all.n);
+    const durations = new DurationHistogram();
     for (let k = 0; k < all.n; k++) {
       const first = all.first[k]!;
       if (first < startMs || first >= endMs) continue;
       series[Math.floor((first - startMs) / DAY_MS)]!.sessions++;
-      durations[sessions++] = durationSeconds(all.last[k]! - first);
+      sessions++;
+      durations.add(durationSeconds(all.last[k]! - first));
       if (all.isBounce(k)) bounces++;
     }
-    medianSeconds = medianOf(durations.subarray(0, sessions));
+    medianSeconds = durations.median();
   }
   return {
     from: q.window.from,

@@ -5,7 +5,8 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { collectSessions, DAY_MS, durationSeconds, medianOf, place, type SessionAgg } from "../sessions.ts";
+import { collectSessions, DAY_MS, durationSeconds, place, type SessionAgg } from "../sessions.ts";
+import { DurationHistogram } from "../../store/rollups.ts";
 import { scan } from "../scan.ts";
 import { CTX_DIMS } from "../../store/chunk.ts";
 import { invalid } from "../../domain/errors.ts";
@@ -39,14 +40,16 @@ export function sessionsList(q: QueryContext, limit: number) {
   const newer = (a: number, b: number) => first[b]! - first[a]! || id[b]! - id[a]!;
   const top: number[] = [];
   let floor = -1; // the oldest kept once the buffer has been cut
-  const durations = new Float64Array(all.n);
+  // Durations are whole seconds: counted, not sorted.
+  const durations = new DurationHistogram();
   let n = 0;
   let events = 0;
   let bounces = 0;
   for (let k = 0; k < all.n; k++) {
     const f = first[k]!;
     if (f < startMs || f >= endMs) continue;
-    durations[n++] = durationSeconds(last[k]! - f);
+    n++;
+    durations.add(durationSeconds(last[k]! - f));
     events += all.events[k]!;
     if (all.isBounce(k)) bounces++;
     if (floor >= 0 && newer(k, floor) >= 0) continue;
@@ -79,7 +82,7 @@ export function sessionsList(q: QueryContext, limit: number) {
       sessions: n,
       bounce_rate: q.kind === "web" ? ratio(bounces, n) : 0,
       events_per_session: ratio(events, n),
-      median_seconds: medianOf(durations.subarray(0, n)),
+      median_seconds: durations.median(),
     },
   };
 }

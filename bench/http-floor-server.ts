@@ -1,0 +1,34 @@
+// One Bun.serve answering 202 to every request, doing only the part of a web event's path
+// named by VARIANT (bench/http-floor.ts measures them side by side).
+const listenPort = Number(process.env.PORT ?? 18299);
+const variant = process.env.VARIANT ?? "bare";
+const waiting: (() => void)[] = [];
+// Stands in for the group commit: every pending answer is released once a millisecond.
+setInterval(() => {
+  for (const r of waiting.splice(0)) r();
+}, 1);
+const committed = () => new Promise<void>((r) => waiting.push(r));
+const cors = { "access-control-allow-origin": "https://example.com", vary: "Origin" };
+const handlers: Record<string, (req: Request) => Response | Promise<Response>> = {
+  bare: () => new Response(null, { status: 202 }),
+  "resolved promise": () => Promise.resolve(new Response(null, { status: 202 })),
+  "await body (text)": async (req) => {
+    await req.text();
+    return new Response(null, { status: 202 });
+  },
+  "answer after a commit": async () => {
+    await committed();
+    return new Response(null, { status: 202 });
+  },
+  "text + JSON.parse + commit + CORS headers": async (req) => {
+    JSON.parse(await req.text());
+    await committed();
+    return new Response(null, { status: 202, headers: cors });
+  },
+};
+const handler = handlers[variant];
+if (!handler) throw new Error(`unknown VARIANT ${variant}`);
+Bun.serve({ port: listenPort, hostname: "127.0.0.1", routes: { "/v1/event": { POST: handler } }, fetch: handler });
+console.log(`${variant} on ${listenPort}`);
+
+export {};

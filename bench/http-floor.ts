@@ -1,0 +1,61 @@
+// What Bun.serve itself costs around a web event, before any of Sextant's work: a bare
+// server answering 202 next to servers that only read the body, only answer after a
+// simulated group commit, or both plus JSON.parse and CORS headers. Same load as the
+// ingest bench (wrk, 64 connections, the tracker's body), server on core 0, wrk on core 1.
+// Run: bun bench/http-floor.ts [seconds]   (writes the "http-floor" section of bench/RESULTS.md)
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fmt, machine, ROOT, waitFor, wrk, writeSection } from "./lib.ts";
+
+const SECONDS = Number(process.argv[2] ?? 4);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const PORT = 18299;
+const VARIANTS = ["bare", "resolved promise", "await body (text)", "answer after a commit", "text + JSON.parse + commit + CORS headers"];
+const script = join(ROOT, "bench", "wrk", "web.lua");
+const env = { SITE_KEY: "wk_floor" };
+
+const cpuMicros = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return ((Number(f[11]) + Number(f[12])) * 1e6) / 100;
+};
+
+const runs = new Map<string, { rps: number; cpu: number; p99: number }[]>(VARIANTS.map((v) => [v, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const v of VARIANTS) {
+    const p = Bun.spawn(["taskset", "-c", "0", process.execPath, join(ROOT, "bench", "http-floor-server.ts")], { env: { ...process.env, PORT: String(PORT), VARIANT: v }, stdout: "ignore" });
+    const url = `http://127.0.0.1:${PORT}/v1/event`;
+    await waitFor(`http://127.0.0.1:${PORT}/`);
+    wrk(url, script, { connections: 64, seconds: 1, core: 1, env });
+    const c0 = cpuMicros(p.pid);
+    const r = wrk(url, script, { connections: 64, seconds: SECONDS, core: 1, env });
+    const c1 = cpuMicros(p.pid);
+    runs.get(v)!.push({ rps: r.rps, cpu: (c1 - c0) / Math.max(1, r.requests), p99: r.p99ms });
+    p.kill();
+    await p.exited;
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const bare = runs.get("bare")!;
+const rows = VARIANTS.map((v) => {
+  const rs = runs.get(v)!;
+  const ratios = rs.map((r, i) => r.rps / bare[i]!.rps);
+  return `| ${v} | ${fmt(median(rs.map((r) => r.rps)))} | ${fmt(median(ratios), 2)}x (${ratios.map((x) => fmt(x, 2)).join(", ")}) | ${fmt(median(rs.map((r) => r.cpu)), 1)} | ${fmt(median(rs.map((r) => r.p99)), 2)} |`;
+}).join("\n");
+
+writeSection(
+  "http-floor",
+  `## What Bun.serve costs around a web event (bench/http-floor.ts)
+
+- Machine: ${machine()}
+- Date: ${new Date().toISOString().slice(0, 10)}
+- Command: \`bun bench/http-floor.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). Each row is a separate Bun.serve (bench/http-floor-server.ts) doing only what the row names, pinned to core 0; wrk with the ingest bench's web-event script on core 1, 64 connections, ${SECONDS} s per row; rows alternate round by round, medians shown, ratios against the bare run of the same round.
+
+| Server does | Requests/s | ÷ bare (per round) | CPU µs/request | p99 ms |
+|---|---|---|---|---|
+${rows}
+
+None of these rows does any of Sextant's work (no validation, enrichment, log or store): they are the floor under the ingest bench's web row, whose target is 0.6x of the first row.`,
+);
+console.log(rows);
