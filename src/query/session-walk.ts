@@ -33,7 +33,17 @@ interface Part {
 
 const BUCKET = 4096;
 
-export function walkSessions(chunks: Chunk[], o: ScanOptions, visit: (s: SessionRows, parts: Chunk[]) => void, budget?: Budget): void {
+/**
+ * Calls `visit` once per session with its passing rows, in time order. `prepare` runs once
+ * per chunk with rows, before any visit, with the chunk's number in `parts`.
+ */
+export function walkSessions(
+  chunks: Chunk[],
+  o: ScanOptions,
+  visit: (s: SessionRows, parts: Chunk[]) => void,
+  budget?: Budget,
+  prepare?: (ci: number, c: Chunk) => void,
+): void {
   const parts: Part[] = [];
   let lo = Infinity;
   let hi = -Infinity;
@@ -54,6 +64,7 @@ export function walkSessions(chunks: Chunk[], o: ScanOptions, visit: (s: Session
   }
   if (!total) return;
   const cs = parts.map((p) => p.c);
+  if (prepare) cs.forEach((c, ci) => prepare(ci, c));
   // Buffers for one session's rows; grown when a session spans chunks.
   let out: SessionRows = { n: 0, chunk: new Int32Array(Math.max(16, maxRows)), row: new Int32Array(Math.max(16, maxRows)), id: 0 };
   const buckets = Math.max(1, Math.ceil(total / BUCKET));

@@ -17,19 +17,23 @@ export function paths(q: QueryContext, after: string) {
   const byName = new Map<Chunk, Float64Array>();
   const byPath = new Map<Chunk, Float64Array>();
   // Indexed by the walk's chunk number: no Map lookup per event.
-  const codesOf: { after: number; pageview: number }[] = [];
-  const codes = (ci: number, c: Chunk) => (codesOf[ci] ??= { after: c.dicts.name.find(after), pageview: c.dicts.name.find("pageview") });
+  const afterOf: number[] = [];
+  const pageviewOf: number[] = [];
+  const prepare = (ci: number, c: Chunk) => {
+    afterOf[ci] = c.dicts.name.find(after);
+    pageviewOf[ci] = c.dicts.name.find("pageview");
+  };
   walkSessions(q.chunks(startMs, endMs + DAY_MS), scanOptions(q, startMs, endMs + DAY_MS), (s, cs) => {
     const { n, chunk, row } = s;
     for (let k = 0; k + 1 < n; k++) {
       const c = cs[chunk[k]!]!;
       const i = row[k]!;
-      if (c.name[i] !== codes(chunk[k]!, c).after) continue;
+      if (c.name[i] !== afterOf[chunk[k]!]) continue;
       const t = c.ts[i]!;
       if (t < startMs || t >= endMs) continue;
       const d = cs[chunk[k + 1]!]!;
       const j = row[k + 1]!;
-      if (d.name[j] === codes(chunk[k + 1]!, d).pageview) {
+      if (d.name[j] === pageviewOf[chunk[k + 1]!]) {
         let a = byPath.get(d);
         if (!a) byPath.set(d, (a = new Float64Array(d.dicts.pathname.size)));
         a[d.pathname[j]!]!++;
@@ -39,7 +43,7 @@ export function paths(q: QueryContext, after: string) {
         a[d.name[j]!]!++;
       }
     }
-  }, q.budget);
+  }, q.budget, prepare);
   const next = new Map<string, number>();
   const add = (label: string, n: number) => next.set(label, (next.get(label) ?? 0) + n);
   for (const [c, a] of byPath) for (let code = 0; code < a.length; code++) if (a[code]) add(`pageview ${c.dicts.pathname.values[code]!}`, a[code]!);
