@@ -28,7 +28,8 @@ const handlers: Record<string, (req: Request) => Response | Promise<Response>> =
 };
 const handler = handlers[variant];
 if (!handler) throw new Error(`unknown VARIANT ${variant}`);
-Bun.serve({ port: listenPort, hostname: "127.0.0.1", routes: { "/v1/event": { POST: handler } }, fetch: handler });
+// Anything but the event route (the readiness check) gets a plain 202.
+Bun.serve({ port: listenPort, hostname: "127.0.0.1", routes: { "/v1/event": { POST: handler } }, fetch: () => new Response(null, { status: 202 }) });
 console.log(`${variant} on ${listenPort}`);
 
 export {};

@@ -31,6 +31,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const r = wrk(url, script, { connections: 64, seconds: SECONDS, core: 1, env });
     const c1 = cpuMicros(p.pid);
     runs.get(v)!.push({ rps: r.rps, cpu: (c1 - c0) / Math.max(1, r.requests), p99: r.p99ms });
+    console.error(`round ${round + 1}: ${v}: ${fmt(r.rps)} requests/s`);
     p.kill();
     await p.exited;
   }
