@@ -152,17 +152,29 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
     const pvs = new Uint32Array(nctx);
     const fRow = new Int32Array(nctx);
     const lRow = new Int32Array(nctx);
-    const fPv = new Int32Array(nctx).fill(-1);
-    const lPv = new Int32Array(nctx).fill(-1);
     const pv = c.dicts.name.find("pageview");
     const runs = passingRuns(c, o);
-    const any = runs ? foldRuns(c, runs, pv, cnt, pvs, fRow, lRow, fPv, lPv) : foldRows(c, o, pv, cnt, pvs, fRow, lRow, fPv, lPv, budget);
-    if (!any) continue;
-    let n = 0;
-    for (let x = 0; x < nctx; x++) if (cnt[x]) n++;
-    const order = new Uint32Array(n);
-    n = 0;
-    for (let x = 0; x < nctx; x++) if (cnt[x]) order[n++] = x;
+    let order: Uint32Array;
+    let fPv: Int32Array;
+    let lPv: Int32Array;
+    if (runs) {
+      // Runs: every entry's fields are written, and the entries come out in order.
+      fPv = new Int32Array(nctx);
+      lPv = new Int32Array(nctx);
+      const all = new Uint32Array(nctx);
+      order = all.subarray(0, foldRuns(c, runs, pv, cnt, pvs, fRow, lRow, fPv, lPv, all));
+    } else {
+      fPv = new Int32Array(nctx).fill(-1);
+      lPv = new Int32Array(nctx).fill(-1);
+      foldRows(c, o, pv, cnt, pvs, fRow, lRow, fPv, lPv, budget);
+      let k = 0;
+      for (let x = 0; x < nctx; x++) if (cnt[x]) k++;
+      order = new Uint32Array(k);
+      k = 0;
+      for (let x = 0; x < nctx; x++) if (cnt[x]) order[k++] = x;
+    }
+    const n = order.length;
+    if (!n) continue;
     const session = c.session;
     if (!c.sortedBySession) {
       // The head: contexts in arrival order. Sorted by session, then context (stable).
@@ -170,10 +182,8 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
       xs.sort((a, b) => session[a]! - session[b]! || a - b);
       order.set(xs);
     }
-    if (n) {
-      if (session[order[0]!]! < lo) lo = session[order[0]!]!;
-      if (session[order[n - 1]!]! > hi) hi = session[order[n - 1]!]!;
-    }
+    if (session[order[0]!]! < lo) lo = session[order[0]!]!;
+    if (session[order[n - 1]!]! > hi) hi = session[order[n - 1]!]!;
     total += n;
     parts.push({ c, ci: out.chunks.push(c) - 1, cnt, pvs, fRow, lRow, fPv, lPv, order, pos: 0 });
   }
@@ -245,7 +255,8 @@ function foldRows(
 /**
  * The same for a partition inside the window with filters held per context only: its
  * contexts are runs of rows in time order, so a context's first and last rows are its
- * run's ends and only pageviews need a look at the rows (no callback per row).
+ * run's ends and only pageviews need a look at the rows (no callback per row). Writes the
+ * entries' contexts to `order`, in session order, and answers how many there are.
  */
 function foldRuns(
   c: Chunk,
@@ -257,11 +268,12 @@ function foldRuns(
   lRow: Int32Array,
   fPv: Int32Array,
   lPv: Int32Array,
-): boolean {
+  order: Uint32Array,
+): number {
   const start = c.ctxStart!;
   const name = c.name;
   const session = c.session;
-  let any = false;
+  let n = 0;
   // A session's contexts are neighbours and its rows are in time order across them, so
   // they fold into one entry, held by the session's first passing context (h): its run
   // start is the session's first row here, the last passing run's end its last.
@@ -271,8 +283,7 @@ function foldRuns(
     const a = start[x]!;
     const b = start[x + 1]!;
     if (a === b) continue;
-    any = true;
-    let n = 0;
+    let m = 0;
     let f = -1;
     let l = -1;
     if (pv >= 0) {
@@ -280,13 +291,13 @@ function foldRuns(
         if (name[i] !== pv) continue;
         if (f < 0) f = i;
         l = i;
-        n++;
+        m++;
       }
     }
     if (h >= 0 && session[h] === session[x]) {
       cnt[h]! += b - a;
       lRow[h] = b - 1;
-      pvs[h]! += n;
+      pvs[h]! += m;
       if (f >= 0) {
         if (fPv[h]! < 0) fPv[h] = f;
         lPv[h] = l;
@@ -294,14 +305,15 @@ function foldRuns(
       continue;
     }
     h = x;
+    order[n++] = x;
     cnt[x] = b - a;
     fRow[x] = a;
     lRow[x] = b - 1;
-    pvs[x] = n;
+    pvs[x] = m;
     fPv[x] = f;
     lPv[x] = l;
   }
-  return any;
+  return n;
 }
 
 /**
@@ -391,6 +403,9 @@ function mergeContexts(out: Sessions, index: IdIndex, p: Folded, from: number, t
  * numbers, which a JS Map hashes as boxed doubles at about 400 ns an operation; this is
  * about twenty times faster, and the walk does one lookup per context.
  */
+const bits = new Float64Array(1);
+const words = new Uint32Array(bits.buffer);
+
 class IdIndex {
   private keys = new Float64Array(1 << 12);
   private vals = new Int32Array(1 << 12).fill(-1);
@@ -403,8 +418,10 @@ class IdIndex {
   /** Slot holding `id`, or the empty slot where it would go. */
   slot(id: number): number {
     const mask = this.keys.length - 1;
-    // The low 32 bits of the hash, mixed: ids are already uniform hashes.
-    let h = Math.imul(id | 0, 0x9e3779b1) & mask;
+    // The double's two 32-bit halves, mixed (read through a typed array: `id | 0` on a
+    // number past 2^31 leaves the engine's fast path).
+    bits[0] = id;
+    let h = Math.imul(words[0]! ^ words[1]!, 0x9e3779b1) >>> 0 & mask;
     while (this.vals[h]! >= 0 && this.keys[h] !== id) h = (h + 1) & mask;
     return h;
   }
@@ -471,4 +488,3 @@ export function medianOf(s: Float64Array): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-export const isBounce = (s: { events: number; pageviews: number }) => s.events <= 1 && s.pageviews <= 1;

@@ -6,7 +6,7 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
 import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValues, scan } from "../scan.ts";
 import { CTX_DIMS, type CtxDim } from "../../store/chunk.ts";
-import { collectSessions, DAY_MS, place } from "../sessions.ts";
+import { collectSessions, DAY_MS } from "../sessions.ts";
 import { PROP_PREFIX } from "../../store/dimensions.ts";
 import type { Chunk } from "../../store/chunk.ts";
 import { DomainError } from "../../domain/errors.ts";
