@@ -122,7 +122,7 @@ interface Folded {
   lRow: Int32Array;
   fPv: Int32Array;
   lPv: Int32Array;
-  /** Contexts with rows, in session order. */
+  /** Entries (contexts with rows): in session order in a partition, bucket order in the head. */
   order: Uint32Array;
   /** Next position in `order` (the bucket walk's cursor). */
   pos: number;
@@ -176,14 +176,17 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
     const n = order.length;
     if (!n) continue;
     const session = c.session;
-    if (!c.sortedBySession) {
-      // The head: contexts in arrival order. Sorted by session, then context (stable).
-      const xs = Array.from(order);
-      xs.sort((a, b) => session[a]! - session[b]! || a - b);
-      order.set(xs);
+    if (c.sortedBySession) {
+      if (session[order[0]!]! < lo) lo = session[order[0]!]!;
+      if (session[order[n - 1]!]! > hi) hi = session[order[n - 1]!]!;
+    } else {
+      // The head: contexts in arrival order, put in bucket order below (no sort).
+      for (let k = 0; k < n; k++) {
+        const v = session[order[k]!]!;
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
     }
-    if (session[order[0]!]! < lo) lo = session[order[0]!]!;
-    if (session[order[n - 1]!]! > hi) hi = session[order[n - 1]!]!;
     total += n;
     parts.push({ c, ci: out.chunks.push(c) - 1, cnt, pvs, fRow, lRow, fPv, lPv, order, pos: 0 });
   }
@@ -191,6 +194,27 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
   out.reserve(total);
   const buckets = Math.max(1, Math.ceil(total / 4096));
   const width = (hi - lo) / buckets;
+  // Bucket j holds ids below lo + width * (j + 1) and not below lo + width * j (the last:
+  // everything above). Chunks not in session order are grouped by bucket (a counting sort,
+  // order kept within a bucket): the walk needs each chunk's entries bucket by bucket only.
+  const bucketOf = (id: number) => {
+    if (!(width > 0)) return buckets - 1;
+    let j = Math.min(buckets - 1, Math.max(0, Math.floor((id - lo) / width)));
+    while (j > 0 && id < lo + width * j) j--;
+    while (j < buckets - 1 && id >= lo + width * (j + 1)) j++;
+    return j;
+  };
+  for (const p of parts) {
+    if (p.c.sortedBySession) continue;
+    const session = p.c.session;
+    const at = new Uint32Array(buckets + 1);
+    const b = new Uint32Array(p.order.length);
+    for (let k = 0; k < p.order.length; k++) at[(b[k] = bucketOf(session[p.order[k]!]!)) + 1]!++;
+    for (let j = 0; j < buckets; j++) at[j + 1]! += at[j]!;
+    const sorted = new Uint32Array(p.order.length);
+    for (let k = 0; k < p.order.length; k++) sorted[at[b[k]!]!++] = p.order[k]!;
+    p.order = sorted;
+  }
   const index = new IdIndex();
   for (let j = 0; j < buckets; j++) {
     // Ids below `bound` (every id, in the last bucket); chunks in order within a bucket.
