@@ -7,6 +7,7 @@
 
 import type { Chunk } from "../store/chunk.ts";
 import { compile, type Budget, type Compiled, type ScanOptions } from "./scan.ts";
+import { IdIndex } from "./id-index.ts";
 
 /** The rows of one session handed to the visitor: row `row[k]` of chunk `chunks[chunk[k]]`. */
 export interface SessionRows {
@@ -69,7 +70,7 @@ export function walkSessions(
   let out: SessionRows = { n: 0, chunk: new Int32Array(Math.max(16, maxRows)), row: new Int32Array(Math.max(16, maxRows)), id: 0 };
   const buckets = Math.max(1, Math.ceil(total / BUCKET));
   const width = (hi - lo) / buckets;
-  const index = new SlotIndex();
+  const index = new IdIndex();
   // Per session of a bucket: its first stretch (part, range) and a chain of the others.
   let firstPart = new Int32Array(BUCKET * 2);
   let firstRange = new Int32Array(BUCKET * 2);
@@ -228,40 +229,4 @@ function grown(a: Int32Array): Int32Array<ArrayBuffer> {
   const b = new Int32Array(a.length * 2);
   b.set(a);
   return b;
-}
-
-/** Session id -> number, open addressing; emptied per bucket. */
-class SlotIndex {
-  private keys = new Float64Array(1 << 13);
-  private vals = new Int32Array(1 << 13).fill(-1);
-  private used = 0;
-  clear() {
-    if (this.used) this.vals.fill(-1);
-    this.used = 0;
-  }
-  slot(id: number): number {
-    const mask = this.keys.length - 1;
-    let h = Math.imul(id | 0, 0x9e3779b1) & mask;
-    while (this.vals[h]! >= 0 && this.keys[h] !== id) h = (h + 1) & mask;
-    return h;
-  }
-  get(slot: number): number {
-    return this.vals[slot]!;
-  }
-  put(slot: number, id: number, value: number) {
-    this.keys[slot] = id;
-    this.vals[slot] = value;
-    if (++this.used * 2 > this.keys.length) this.grow();
-  }
-  private grow() {
-    const { keys, vals } = this;
-    this.keys = new Float64Array(keys.length * 2);
-    this.vals = new Int32Array(keys.length * 2).fill(-1);
-    for (let i = 0; i < keys.length; i++) {
-      if (vals[i]! < 0) continue;
-      const h = this.slot(keys[i]!);
-      this.keys[h] = keys[i]!;
-      this.vals[h] = vals[i]!;
-    }
-  }
 }
