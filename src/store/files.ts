@@ -14,15 +14,18 @@ import { writeAtomic } from "./atomic.ts";
 
 export type CompactCrash = "before-rename" | "after-rename";
 
+/** A partition just written, with the chunk it decodes to (for the decoded cache). */
+export type Written = Partition & { decoded?: Chunk };
+
 export interface PartitionFiles {
-  flush(dir: string, heads: Chunk[], tag: number): Promise<Partition[]>;
+  flush(dir: string, heads: Chunk[], tag: number): Promise<Written[]>;
   compact(dir: string, app: number, date: string, parts: Partition[], crashAt?: CompactCrash): Promise<Partition | null>;
   close(): Promise<void>;
 }
 
 /** Writes each head as one file per UTC hour; on failure removes what it wrote. */
-export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Partition[] {
-  const written: Partition[] = [];
+export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Written[] {
+  const written: Written[] = [];
   try {
     for (const h of heads) {
       // Group rows, and each property's entries, by UTC hour: one pass over each.
@@ -61,11 +64,11 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Partit
         const date = dayText(dayOf(start));
         const hh = new Date(start).getUTCHours();
         const file = join(dateDir(dir, h.app, date), partitionName(hh, tag));
-        const { bytes } = writePartition([{ chunk: h, rows: Uint32Array.from(rows), props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag });
+        const { bytes, chunk } = writePartition([{ chunk: h, rows: Uint32Array.from(rows), props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag }, { decoded: true });
         // Tags are unique per checkpoint: an existing file would mean overwriting events.
         if (existsSync(file)) throw new Error(`partition ${file} exists already`);
         writeAtomic(file, bytes);
-        written.push({ app: h.app, date, hour: hh, tag, file, bytes: bytes.length, startMs: start, endMs: start + 3_600_000 });
+        written.push({ app: h.app, date, hour: hh, tag, file, bytes: bytes.length, startMs: start, endMs: start + 3_600_000, decoded: chunk });
       }
     }
   } catch (e) {
@@ -123,7 +126,21 @@ export function packChunk(c: Chunk) {
   };
 }
 
-function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {
+export type PackedChunk = ReturnType<typeof packChunk>;
+
+/** Written partitions as plain data for postMessage, with the buffers to hand over. */
+export function packWritten(ws: Written[]): { value: (Partition & { decoded?: PackedChunk })[]; transfer: ArrayBuffer[] } {
+  const transfer: ArrayBuffer[] = [];
+  const value = ws.map(({ decoded, ...p }) => {
+    if (!decoded) return p;
+    const packed = packChunk(decoded);
+    transfer.push(...buffersOf(packed));
+    return { ...p, decoded: packed };
+  });
+  return { value, transfer: [...new Set(transfer)] };
+}
+
+export function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {
   const out = [p.ts, p.name, p.pathname, p.ctx, p.session, p.visitor, p.debug, ...Object.values(p.dims), ...(p.ctxStart ? [p.ctxStart] : [])].map((a) => a.buffer as ArrayBuffer);
   for (const [, v] of p.sp) out.push(v.rows.buffer as ArrayBuffer, v.codes.buffer as ArrayBuffer);
   for (const [, v] of p.np) out.push(v.rows.buffer as ArrayBuffer, v.vals.buffer as ArrayBuffer);
@@ -188,7 +205,9 @@ export function startFileWorker(log: Logger): PartitionFiles {
       // packChunk copies (the heads are still read by queries during the flush); the
       // copies are then handed over, not copied a second time.
       const packed = heads.map(packChunk);
-      return call<Partition[]>({ kind: "flush", dir, tag, heads: packed }, packed.flatMap(buffersOf));
+      return call<(Partition & { decoded?: PackedChunk })[]>({ kind: "flush", dir, tag, heads: packed }, packed.flatMap(buffersOf)).then((ws) =>
+        ws.map(({ decoded, ...p }) => (decoded ? { ...p, decoded: unpackChunk(decoded) } : p)),
+      );
     },
     compact: (dir, app, date, parts, crashAt) => call<Partition | null>({ kind: "compact", dir, app, date, parts, crashAt }),
     close: async () => {

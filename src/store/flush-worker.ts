@@ -1,6 +1,6 @@
 // The partition writer's worker thread: flushes and compactions (files.ts), one at a time.
 
-import { compactFiles, unpackChunk, writeHeadFiles, type packChunk } from "./files.ts";
+import { compactFiles, packWritten, unpackChunk, writeHeadFiles, type packChunk } from "./files.ts";
 import type { Partition } from "./catalog.ts";
 
 declare const self: Worker;
@@ -10,8 +10,13 @@ self.onmessage = (e: MessageEvent) => {
     | { kind: "flush"; id: number; dir: string; tag: number; heads: ReturnType<typeof packChunk>[] }
     | { kind: "compact"; id: number; dir: string; app: number; date: string; parts: Partition[]; crashAt?: "before-rename" | "after-rename" };
   try {
-    const value = m.kind === "flush" ? writeHeadFiles(m.dir, m.heads.map(unpackChunk), m.tag) : compactFiles(m.dir, m.app, m.date, m.parts, m.crashAt);
-    self.postMessage({ id: m.id, ok: true, value });
+    if (m.kind === "flush") {
+      // The partitions' decoded chunks go back with them, their buffers handed over.
+      const { value, transfer } = packWritten(writeHeadFiles(m.dir, m.heads.map(unpackChunk), m.tag));
+      self.postMessage({ id: m.id, ok: true, value }, transfer);
+    } else {
+      self.postMessage({ id: m.id, ok: true, value: compactFiles(m.dir, m.app, m.date, m.parts, m.crashAt) });
+    }
   } catch (err) {
     self.postMessage({ id: m.id, ok: false, error: (err as Error).message });
   } finally {

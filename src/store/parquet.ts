@@ -144,7 +144,11 @@ function rowColumns(
 }
 
 /** Writes the given rows, sorted by session then time, as one Parquet file. */
-export function writePartition(sources: RowSource[], meta: Omit<PartitionMeta, "version" | "rows" | "minTs" | "maxTs">): { bytes: Uint8Array; meta: PartitionMeta } {
+export function writePartition(
+  sources: RowSource[],
+  meta: Omit<PartitionMeta, "version" | "rows" | "minTs" | "maxTs">,
+  opts: { decoded?: boolean } = {},
+): { bytes: Uint8Array; meta: PartitionMeta; chunk?: Chunk } {
   // Order: (session, ts) over all sources, ties in source then row order. Rows come
   // grouped by context (one session's values), so the sort is over contexts, not rows:
   // sorting a million rows with a comparator was the largest cost of a flush.
@@ -324,6 +328,7 @@ export function writePartition(sources: RowSource[], meta: Omit<PartitionMeta, "
   });
   for (const [key, c] of spCols) cols.push({ kind: "codes", name: `sp.${key}`, codes: c.codes, values: c.dict.values, present: c.present });
   for (const [key, c] of npCols) cols.push({ kind: "f64", name: `np.${key}`, vals: c.vals, present: c.present });
+  let overflowCol: RowColumns["overflow"] = null;
   if (anyOverflow) {
     const dict = new Dict();
     const present = new Uint8Array(total);
@@ -334,11 +339,28 @@ export function writePartition(sources: RowSource[], meta: Omit<PartitionMeta, "
       codes[i] = dict.code(JSON.stringify(o));
     });
     cols.push({ kind: "codes", name: "props_json", codes, values: dict.values, present });
+    overflowCol = { codes, dict, present };
   }
 
   const full: PartitionMeta = { version: 1, ...meta, rows: total, minTs: total ? minTs : 0, maxTs: total ? maxTs : 0 };
   const bytes = writeColumns(total, cols, [{ key: "sextant", value: JSON.stringify(full) }], compressors.ZSTD);
-  return { bytes, meta: full };
+  if (!opts.decoded) return { bytes, meta: full };
+  // The same chunk reading the file back would give, from the columns at hand.
+  const chunk = chunkFromRows({
+    app: meta.app,
+    n: total,
+    ts: rc.ts,
+    name: { codes: rc.name, dict: nameM.dict },
+    pathname: { codes: rc.pathname, dict: pathM.dict },
+    session: rc.session,
+    visitor: rc.visitor,
+    debug: rc.debug,
+    dims: Object.fromEntries(CTX_DIMS.map((d) => [d, { codes: dimOut[d], dict: dimM[d].dict }])),
+    sp: [...spCols].map(([k, c]) => [k, { codes: c.codes, dict: c.dict, present: c.present }]),
+    np: [...npCols].map(([k, c]) => [k, { vals: c.vals, present: c.present }]),
+    overflow: overflowCol,
+  });
+  return { bytes, meta: full, chunk };
 }
 
 // ---- reading ------------------------------------------------------------------------------
@@ -445,6 +467,48 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
   const debugRow = (col("debug") as { vals: Uint8Array }).vals;
   const dimRows = Object.fromEntries(CTX_DIMS.map((d) => [d, col(d) as { codes: Uint32Array; dict: Dict }])) as Record<string, { codes: Uint32Array; dict: Dict }>;
 
+  const sp: [string, { codes: Uint32Array; dict: Dict; present: Uint8Array }][] = [];
+  const np: [string, { vals: Float64Array; present: Uint8Array }][] = [];
+  let overflow: { codes: Uint32Array; dict: Dict; present: Uint8Array } | null = null;
+  for (const cname of names) {
+    if (cname.startsWith("sp.")) sp.push([cname.slice(3), col(cname) as { codes: Uint32Array; dict: Dict; present: Uint8Array }]);
+    else if (cname.startsWith("np.")) np.push([cname.slice(3), col(cname) as { vals: Float64Array; present: Uint8Array }]);
+    else if (cname === "props_json") overflow = col(cname) as { codes: Uint32Array; dict: Dict; present: Uint8Array };
+  }
+  const chunk = chunkFromRows({ app: meta.app, n, ts, name: nameCol, pathname: path, session: sessionRow, visitor: visitorRow, debug: debugRow, dims: dimRows, sp, np, overflow });
+  return { chunk, meta };
+}
+
+/** A partition's columns, one value per row, sorted by session then time. */
+export interface RowColumns {
+  app: number;
+  n: number;
+  ts: Float64Array;
+  name: { codes: Uint32Array; dict: Dict };
+  pathname: { codes: Uint32Array; dict: Dict };
+  session: Float64Array;
+  visitor: Float64Array;
+  debug: Uint8Array;
+  dims: Record<string, { codes: Uint32Array; dict: Dict }>;
+  sp: [string, { codes: Uint32Array; dict: Dict; present: Uint8Array }][];
+  np: [string, { vals: Float64Array; present: Uint8Array }][];
+  overflow: { codes: Uint32Array; dict: Dict; present: Uint8Array } | null;
+}
+
+/**
+ * The chunk a partition decodes to, from its columns: read from a file, or as they were
+ * just written (a flush hands its partitions to the cache this way, so the first query
+ * after it does not decode them again on the event loop).
+ */
+export function chunkFromRows(r: RowColumns): Chunk {
+  const { n } = r;
+  const sessionRow = r.session;
+  const visitorRow = r.visitor;
+  const debugRow = r.debug;
+  const dimRows = r.dims;
+  const nameCol = r.name;
+  const path = r.pathname;
+  const ts = r.ts;
   // Contexts: consecutive rows (sorted by session) with the same values share one.
   const ctx32 = new Uint32Array(n);
   let nctx = 0;
@@ -491,18 +555,9 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
 
   const sp = new Map<string, StringProp>();
   const np = new Map<string, NumberProp>();
-  for (const cname of names) {
-    if (cname.startsWith("sp.")) {
-      const d = col(cname) as { codes: Uint32Array; dict: Dict; present: Uint8Array };
-      sp.set(cname.slice(3), sparse(d.present, (rows, j, i) => (rows.codes[j] = d.codes[i]!), d.dict));
-    } else if (cname.startsWith("np.")) {
-      const d = col(cname) as { vals: Float64Array; present: Uint8Array };
-      np.set(cname.slice(3), sparseNum(d.present, d.vals));
-    } else if (cname === "props_json") {
-      const d = col(cname) as { codes: Uint32Array; dict: Dict; present: Uint8Array };
-      mergeOverflow(d, sp, np, n);
-    }
-  }
+  for (const [key, d] of r.sp) sp.set(key, sparse(d.present, (rows, j, i) => (rows.codes[j] = d.codes[i]!), d.dict));
+  for (const [key, d] of r.np) np.set(key, sparseNum(d.present, d.vals));
+  if (r.overflow) mergeOverflow(r.overflow, sp, np, n);
   let minTs = Infinity;
   let maxTs = -Infinity;
   for (let i = 0; i < n; i++) {
@@ -510,8 +565,8 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
     if (t < minTs) minTs = t;
     if (t > maxTs) maxTs = t;
   }
-  const chunk: Chunk = {
-    app: meta.app,
+  return {
+    app: r.app,
     sortedBySession: true,
     ctxStart,
     n,
@@ -530,7 +585,6 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
     minTs,
     maxTs,
   };
-  return { chunk, meta };
 }
 
 function sparse(present: Uint8Array, set: (p: { codes: Uint32Array }, j: number, i: number) => void, dict: Dict): StringProp {

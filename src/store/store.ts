@@ -17,7 +17,7 @@ import { Catalog, applySupersede, dateDir, partitionName, type Partition } from 
 import { chunkBytes, eventsOf, HeadChunk, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
 import type { EventSink, StoredEvent } from "./event.ts";
 import { readPartition } from "./parquet.ts";
-import { startFileWorker, type CompactCrash, type PartitionFiles } from "./files.ts";
+import { startFileWorker, type CompactCrash, type PartitionFiles, type Written } from "./files.ts";
 import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";
 import { LiveCounts } from "./live.ts";
 
@@ -124,13 +124,20 @@ export class EventStore implements EventSink {
    * Second half: writes the taken heads as hourly partitions tagged `tag`, in the flush
    * worker (the event loop keeps taking requests meanwhile).
    */
-  writeHeads(heads: HeadChunk[], tag: number): Promise<Partition[]> {
+  writeHeads(heads: HeadChunk[], tag: number): Promise<Written[]> {
     return this.files.flush(this.o.dir, heads, tag);
   }
 
-  /** Makes written partitions visible and stops reading the heads they came from, in one step. */
-  finishFlush(heads: HeadChunk[], written: Partition[]): void {
-    for (const p of written) this.catalog.add(p);
+  /**
+   * Makes written partitions visible and stops reading the heads they came from, in one
+   * step. Their decoded chunks go straight into the cache: the first query after a flush
+   * would otherwise decode them on the event loop (seconds for a few million events).
+   */
+  finishFlush(heads: HeadChunk[], written: Written[]): void {
+    for (const { decoded, ...p } of written) {
+      this.catalog.add(p);
+      if (decoded) this.remember(p.file, decoded);
+    }
     for (const h of heads) this.flushing.delete(h);
   }
 
@@ -218,15 +225,21 @@ export class EventStore implements EventSink {
       return hit.chunk;
     }
     const { chunk } = readPartition(new Uint8Array(readFileSync(p.file)));
+    this.remember(p.file, chunk);
+    return chunk;
+  }
+
+  /** Keeps a decoded partition, evicting the least recently used past the budget. */
+  private remember(file: string, chunk: Chunk) {
+    this.evict(file);
     const bytes = chunkBytes(chunk);
-    this.cache.set(p.file, { chunk, bytes });
+    this.cache.set(file, { chunk, bytes });
     this.cacheUsed += bytes;
     for (const [f, e] of this.cache) {
-      if (this.cacheUsed <= this.o.cacheBytes || f === p.file) break;
+      if (this.cacheUsed <= this.o.cacheBytes || f === file) break;
       this.cache.delete(f);
       this.cacheUsed -= e.bytes;
     }
-    return chunk;
   }
 
   private evict(file: string) {

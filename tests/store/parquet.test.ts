@@ -85,6 +85,24 @@ describe("partitions in Parquet", () => {
     expect(canonical(eventsOf(back.chunk))).toEqual(canonical(events));
   });
 
+  test("the chunk a write hands back is the chunk its file decodes to", () => {
+    const wide = randomEvents(7, MAX_PROP_COLUMNS + 50, { seed: 4, web: true }).map((e, i) => ({ ...e, sp: { [`k${i}`]: `v${i}` }, np: { [`n${i}`]: i } }));
+    for (const events of [randomEvents(7, 5000, { seed: 3, web: true }), randomEvents(7, 5000, { seed: 8 }), wide]) {
+      const h = head(events);
+      const { bytes, chunk } = writePartition([{ chunk: h, rows: all(h.n) }], { app: 7, tag: 1 }, { decoded: true });
+      const back = readPartition(bytes).chunk;
+      expect(canonical(eventsOf(chunk!))).toEqual(canonical(eventsOf(back)));
+      expect({ n: chunk!.n, nctx: chunk!.nctx, ctxStart: [...chunk!.ctxStart!], minTs: chunk!.minTs, maxTs: chunk!.maxTs, sorted: chunk!.sortedBySession }).toEqual({
+        n: back.n,
+        nctx: back.nctx,
+        ctxStart: [...back.ctxStart!],
+        minTs: back.minTs,
+        maxTs: back.maxTs,
+        sorted: back.sortedBySession,
+      });
+    }
+  });
+
   test("property keys past the column limit are kept (props_json)", () => {
     const events = randomEvents(2, MAX_PROP_COLUMNS + 50, { seed: 9 }).map((e, i) => ({ ...e, sp: { [`k${i}`]: `v${i}` }, np: { [`n${i}`]: i } }));
     const h = head(events);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { EventStore } from "../../src/store/store.ts";
 import { createLogger } from "../../src/log.ts";
@@ -67,16 +67,33 @@ describe("event store", () => {
     s.append(randomEvents(4, 2000, { seed: 4, start: Date.UTC(2026, 10, 1), spanMs: 10 * DAY_MS }));
     s.append(randomEvents(5, 500, { seed: 5, start: Date.UTC(2026, 10, 1), spanMs: 10 * DAY_MS }));
     await flush(s, 1);
+    // A flush leaves its partitions decoded in the cache: plan on a store just opened.
+    expect(s.cacheStats().files).toBeGreaterThan(0);
+    const re = mk(dir);
+    re.open(1);
     const from = Date.UTC(2026, 10, 3);
     const to = Date.UTC(2026, 10, 5);
-    const plan = s.plan(4, from, to);
+    const plan = re.plan(4, from, to);
     expect(plan.partitions.length).toBeGreaterThan(0);
     expect(plan.partitions.every((p) => p.app === 4 && p.endMs > from && p.startMs < to)).toBe(true);
     expect(plan.partitions.every((p) => p.date === "2026-11-03" || p.date === "2026-11-04")).toBe(true);
     expect(plan.heads).toBe(0);
-    expect(s.cacheStats().files).toBe(0); // planning read nothing
-    const inRange = [...s.chunks(4, from, to)].reduce((n, c) => n + c.n, 0);
+    expect(re.cacheStats().files).toBe(0); // planning read nothing
+    const inRange = [...re.chunks(4, from, to)].reduce((n, c) => n + c.n, 0);
     expect(inRange).toBeGreaterThan(0);
+  });
+
+  test("a flush hands its partitions to the cache decoded: the first query reads no file", async () => {
+    const dir = tmp();
+    const s = mk(dir);
+    const evs = randomEvents(4, 3000, { seed: 12, start: Date.UTC(2026, 10, 1), spanMs: 2 * DAY_MS, web: true });
+    s.append(evs);
+    await flush(s, 1);
+    const plan = s.plan(4, -Infinity, Infinity);
+    expect(s.cacheStats().files).toBe(plan.partitions.length);
+    // Removing the files shows no query reads them; the answers are the events appended.
+    for (const f of files(dir)) rmSync(join(dir, f));
+    expect(canonical(s.events(4))).toEqual(canonical(evs));
   });
 
   test("a data set larger than the cache stays queryable, with the cache under its budget", async () => {
