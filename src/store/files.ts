@@ -103,26 +103,31 @@ export function compactFiles(dir: string, app: number, date: string, parts: Part
 // ---- moving chunks to the worker ------------------------------------------------------------
 
 /** A chunk as plain data for postMessage (arrays cut to their used length). */
-export function packChunk(c: Chunk) {
+export function packChunk(c: Chunk, owned = false) {
+  // Copies, unless the caller gives the chunk away (`owned`: a partition just decoded,
+  // whose arrays nothing else reads) and an array fills its buffer exactly. A head is
+  // always copied: queries go on reading it, and handing over its buffers would empty it.
+  const cut = <T extends { length: number; buffer: ArrayBufferLike; byteOffset: number; byteLength: number; slice(a: number, b: number): T }>(a: T, n: number): T =>
+    owned && a.length === n && a.byteOffset === 0 && a.byteLength === a.buffer.byteLength ? a : a.slice(0, n);
   return {
     app: c.app,
     n: c.n,
     nctx: c.nctx,
-    ts: c.ts.slice(0, c.n),
-    name: c.name.slice(0, c.n),
-    pathname: c.pathname.slice(0, c.n),
-    ctx: c.ctx.slice(0, c.n),
-    session: c.session.slice(0, c.nctx),
-    visitor: c.visitor.slice(0, c.nctx),
-    debug: c.debug.slice(0, c.nctx),
-    dims: Object.fromEntries(CTX_DIMS.map((d) => [d, c.dims[d].slice(0, c.nctx)])),
+    ts: cut(c.ts, c.n),
+    name: cut(c.name, c.n),
+    pathname: cut(c.pathname, c.n),
+    ctx: cut(c.ctx, c.n),
+    session: cut(c.session, c.nctx),
+    visitor: cut(c.visitor, c.nctx),
+    debug: cut(c.debug, c.nctx),
+    dims: Object.fromEntries(CTX_DIMS.map((d) => [d, cut(c.dims[d], c.nctx)])),
     dicts: Object.fromEntries(Object.entries(c.dicts).map(([k, d]) => [k, d.values])),
     sp: [...c.sp].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), codes: p.codes.slice(0, p.n), dict: p.dict.values }] as [string, { n: number; rows: Uint32Array; codes: Chunk["name"]; dict: string[] }]),
     np: [...c.np].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), vals: p.vals.slice(0, p.n) }] as [string, NumberProp]),
     minTs: c.minTs,
     maxTs: c.maxTs,
     sortedBySession: c.sortedBySession,
-    ctxStart: c.ctxStart?.slice(0, c.nctx + 1),
+    ctxStart: c.ctxStart && cut(c.ctxStart, c.nctx + 1),
   };
 }
 
@@ -133,7 +138,7 @@ export function packWritten(ws: Written[]): { value: (Partition & { decoded?: Pa
   const transfer: ArrayBuffer[] = [];
   const value = ws.map(({ decoded, ...p }) => {
     if (!decoded) return p;
-    const packed = packChunk(decoded);
+    const packed = packChunk(decoded, true);
     transfer.push(...buffersOf(packed));
     return { ...p, decoded: packed };
   });
@@ -204,7 +209,7 @@ export function startFileWorker(log: Logger): PartitionFiles {
     flush: (dir, heads, tag) => {
       // packChunk copies (the heads are still read by queries during the flush); the
       // copies are then handed over, not copied a second time.
-      const packed = heads.map(packChunk);
+      const packed = heads.map((h) => packChunk(h));
       return call<(Partition & { decoded?: PackedChunk })[]>({ kind: "flush", dir, tag, heads: packed }, packed.flatMap(buffersOf)).then((ws) =>
         ws.map(({ decoded, ...p }) => (decoded ? { ...p, decoded: unpackChunk(decoded) } : p)),
       );

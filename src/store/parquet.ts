@@ -359,6 +359,7 @@ export function writePartition(
     sp: [...spCols].map(([k, c]) => [k, { codes: c.codes, dict: c.dict, present: c.present }]),
     np: [...npCols].map(([k, c]) => [k, { vals: c.vals, present: c.present }]),
     overflow: overflowCol,
+    group: rc.group,
   });
   return { bytes, meta: full, chunk };
 }
@@ -493,6 +494,8 @@ export interface RowColumns {
   sp: [string, { codes: Uint32Array; dict: Dict; present: Uint8Array }][];
   np: [string, { vals: Float64Array; present: Uint8Array }][];
   overflow: { codes: Uint32Array; dict: Dict; present: Uint8Array } | null;
+  /** When the rows were just written: the source context of each row (a hint, not needed). */
+  group?: Uint32Array;
 }
 
 /**
@@ -513,9 +516,12 @@ export function chunkFromRows(r: RowColumns): Chunk {
   const ctx32 = new Uint32Array(n);
   let nctx = 0;
   const ctxRow: number[] = [];
+  const group = r.group;
   for (let i = 0; i < n; i++) {
     let same = i > 0 && sessionRow[i] === sessionRow[i - 1] && visitorRow[i] === visitorRow[i - 1] && debugRow[i] === debugRow[i - 1];
-    if (same) {
+    // Rows of one source context are alike: only where the source context changes are the
+    // dimensions compared.
+    if (same && !(group && group[i] === group[i - 1])) {
       for (const d of CTX_DIMS) {
         const c = dimRows[d]!.codes;
         if (c[i] !== c[i - 1]) {
