@@ -114,15 +114,9 @@ export class Sessions {
 }
 
 /** One chunk's contexts folded: per context the rows that pass and their ends. */
-interface Folded {
+interface Folded extends Folds {
   c: Chunk;
   ci: number;
-  cnt: Uint32Array;
-  pvs: Uint32Array;
-  fRow: Int32Array;
-  lRow: Int32Array;
-  fPv: Int32Array;
-  lPv: Int32Array;
   /** Entries (contexts with rows): in session order in a partition, bucket order in the head. */
   order: Uint32Array;
   /** Next position in `order` (the bucket walk's cursor). */
@@ -149,25 +143,24 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
   for (const c of chunks) {
     const nctx = c.nctx;
     if (nctx === 0) continue;
-    const cnt = new Uint32Array(nctx);
-    const pvs = new Uint32Array(nctx);
-    const fRow = new Int32Array(nctx);
-    const lRow = new Int32Array(nctx);
     const pv = c.dicts.name.find("pageview");
     const runs = passingRuns(c, o);
+    // Runs: every entry's fields are written, and the entries come out in order.
+    const f: Folds = {
+      cnt: new Uint32Array(nctx),
+      pvs: new Uint32Array(nctx),
+      fRow: new Int32Array(nctx),
+      lRow: new Int32Array(nctx),
+      fPv: runs ? new Int32Array(nctx) : new Int32Array(nctx).fill(-1),
+      lPv: runs ? new Int32Array(nctx) : new Int32Array(nctx).fill(-1),
+    };
     let order: Uint32Array;
-    let fPv: Int32Array;
-    let lPv: Int32Array;
     if (runs) {
-      // Runs: every entry's fields are written, and the entries come out in order.
-      fPv = new Int32Array(nctx);
-      lPv = new Int32Array(nctx);
       const all = new Uint32Array(nctx);
-      order = all.subarray(0, foldRuns(c, runs, pv, cnt, pvs, fRow, lRow, fPv, lPv, all));
+      order = all.subarray(0, foldRuns(c, runs, pv, f, all));
     } else {
-      fPv = new Int32Array(nctx).fill(-1);
-      lPv = new Int32Array(nctx).fill(-1);
-      foldRows(c, o, pv, cnt, pvs, fRow, lRow, fPv, lPv, budget);
+      foldRows(c, o, pv, f, budget);
+      const cnt = f.cnt;
       let k = 0;
       for (let x = 0; x < nctx; x++) if (cnt[x]) k++;
       order = new Uint32Array(k);
@@ -189,7 +182,7 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
       }
     }
     total += n;
-    parts.push({ c, ci: out.chunks.push(c) - 1, cnt, pvs, fRow, lRow, fPv, lPv, order, pos: 0 });
+    parts.push({ c, ci: out.chunks.push(c) - 1, ...f, order, pos: 0 });
   }
   if (!total) return out;
   out.reserve(total);
@@ -235,27 +228,25 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
   return out;
 }
 
-/** Per context: rows that pass, pageviews, and the rows of the first and last of each. */
-function foldRows(
-  c: Chunk,
-  o: ScanOptions,
-  pv: number,
-  cnt: Uint32Array,
-  pvs: Uint32Array,
-  fRow: Int32Array,
-  lRow: Int32Array,
-  fPv: Int32Array,
-  lPv: Int32Array,
-  budget?: Budget,
-): boolean {
+/** Per context of one chunk: rows that pass, pageviews, and the first and last row of each. */
+interface Folds {
+  cnt: Uint32Array;
+  pvs: Uint32Array;
+  fRow: Int32Array;
+  lRow: Int32Array;
+  /** -1: no pageview. */
+  fPv: Int32Array;
+  lPv: Int32Array;
+}
+
+function foldRows(c: Chunk, o: ScanOptions, pv: number, f: Folds, budget?: Budget): void {
+  const { cnt, pvs, fRow, lRow, fPv, lPv } = f;
   const ts = c.ts;
   const name = c.name;
-  let any = false;
   scan(
     [c],
     o,
     (_c, i, x) => {
-      any = true;
       const t = ts[i]!;
       if (cnt[x] === 0) fRow[x] = lRow[x] = i;
       else {
@@ -274,7 +265,6 @@ function foldRows(
     },
     budget,
   );
-  return any;
 }
 
 /**
@@ -283,18 +273,8 @@ function foldRows(
  * run's ends and only pageviews need a look at the rows (no callback per row). Writes the
  * entries' contexts to `order`, in session order, and answers how many there are.
  */
-function foldRuns(
-  c: Chunk,
-  pass: Uint8Array,
-  pv: number,
-  cnt: Uint32Array,
-  pvs: Uint32Array,
-  fRow: Int32Array,
-  lRow: Int32Array,
-  fPv: Int32Array,
-  lPv: Int32Array,
-  order: Uint32Array,
-): number {
+function foldRuns(c: Chunk, pass: Uint8Array, pv: number, f: Folds, order: Uint32Array): number {
+  const { cnt, pvs, fRow, lRow, fPv, lPv } = f;
   const start = c.ctxStart!;
   const name = c.name;
   const session = c.session;
