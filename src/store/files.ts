@@ -145,7 +145,7 @@ export function packWritten(ws: Written[]): { value: (Partition & { decoded?: Pa
   return { value, transfer: [...new Set(transfer)] };
 }
 
-export function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {
+function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {
   const out = [p.ts, p.name, p.pathname, p.ctx, p.session, p.visitor, p.debug, ...Object.values(p.dims), ...(p.ctxStart ? [p.ctxStart] : [])].map((a) => a.buffer as ArrayBuffer);
   for (const [, v] of p.sp) out.push(v.rows.buffer as ArrayBuffer, v.codes.buffer as ArrayBuffer);
   for (const [, v] of p.np) out.push(v.rows.buffer as ArrayBuffer, v.vals.buffer as ArrayBuffer);

@@ -14,12 +14,16 @@ export function paths(q: QueryContext, after: string) {
   const { startMs, endMs } = q.window;
   // Counted by code per chunk (the next event's name, or its pathname after a page view),
   // turned into labels once at the end.
-  const byName = new Map<Chunk, Float64Array>();
-  const byPath = new Map<Chunk, Float64Array>();
-  // Indexed by the walk's chunk number: no Map lookup per event.
+  // Everything per chunk is indexed by the walk's chunk number: no Map lookup per event.
+  const chunks: Chunk[] = [];
+  const byName: Float64Array[] = [];
+  const byPath: Float64Array[] = [];
   const afterOf: number[] = [];
   const pageviewOf: number[] = [];
   const prepare = (ci: number, c: Chunk) => {
+    chunks[ci] = c;
+    byName[ci] = new Float64Array(c.dicts.name.size);
+    byPath[ci] = new Float64Array(c.dicts.pathname.size);
     afterOf[ci] = c.dicts.name.find(after);
     pageviewOf[ci] = c.dicts.name.find("pageview");
   };
@@ -31,23 +35,21 @@ export function paths(q: QueryContext, after: string) {
       if (c.name[i] !== afterOf[chunk[k]!]) continue;
       const t = c.ts[i]!;
       if (t < startMs || t >= endMs) continue;
-      const d = cs[chunk[k + 1]!]!;
+      const di = chunk[k + 1]!;
+      const d = cs[di]!;
       const j = row[k + 1]!;
-      if (d.name[j] === pageviewOf[chunk[k + 1]!]) {
-        let a = byPath.get(d);
-        if (!a) byPath.set(d, (a = new Float64Array(d.dicts.pathname.size)));
-        a[d.pathname[j]!]!++;
-      } else {
-        let a = byName.get(d);
-        if (!a) byName.set(d, (a = new Float64Array(d.dicts.name.size)));
-        a[d.name[j]!]!++;
-      }
+      if (d.name[j] === pageviewOf[di]) byPath[di]![d.pathname[j]!]!++;
+      else byName[di]![d.name[j]!]!++;
     }
   }, q.budget, prepare);
   const next = new Map<string, number>();
   const add = (label: string, n: number) => next.set(label, (next.get(label) ?? 0) + n);
-  for (const [c, a] of byPath) for (let code = 0; code < a.length; code++) if (a[code]) add(`pageview ${c.dicts.pathname.values[code]!}`, a[code]!);
-  for (const [c, a] of byName) for (let code = 0; code < a.length; code++) if (a[code]) add(c.dicts.name.values[code]!, a[code]!);
+  chunks.forEach((c, ci) => {
+    const p = byPath[ci]!;
+    for (let code = 0; code < p.length; code++) if (p[code]) add(`pageview ${c.dicts.pathname.values[code]!}`, p[code]!);
+    const a = byName[ci]!;
+    for (let code = 0; code < a.length; code++) if (a[code]) add(c.dicts.name.values[code]!, a[code]!);
+  });
   const rows = [...next].map(([value, count]) => ({ value, count }));
   rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1));
   return { after, next: rows.slice(0, PATHS_LIMIT), sampled: false };
