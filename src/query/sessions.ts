@@ -2,7 +2,7 @@
 // where they start and end (entry/exit: the first and last page for web, the `screen`
 // property of the first and last event for apps).
 
-import type { Chunk } from "../store/chunk.ts";
+import { derive, type Chunk } from "../store/chunk.ts";
 import { passingRuns, scan, type Budget, type ScanOptions } from "./scan.ts";
 import { IdIndex } from "./id-index.ts";
 
@@ -113,11 +113,11 @@ export class Sessions {
   }
 }
 
-/** One chunk's contexts folded: per context the rows that pass and their ends. */
+/** One chunk's folds in a walk: `order` lists its entries as the bucket walk takes them. */
 interface Folded extends Folds {
   c: Chunk;
   ci: number;
-  /** Entries (contexts with rows): in session order in a partition, bucket order in the head. */
+  /** Entries in session order in a partition, in bucket order in the head. */
   order: Uint32Array;
   /** Next position in `order` (the bucket walk's cursor). */
   pos: number;
@@ -125,12 +125,12 @@ interface Folded extends Folds {
 
 /**
  * Rows of a session share a context within a chunk, so the walk first folds each chunk's
- * rows into per-context typed arrays (no map lookup per row) and then merges contexts into
+ * rows into per-entry typed arrays (no map lookup per row) and then merges entries into
  * sessions. Ties on time resolve as a row-by-row walk in scan order would: the earliest
  * scanned row is first, the latest scanned row is last.
  *
  * The merge goes through the session ids in buckets of a few thousand: a partition holds
- * its contexts in session order, so each chunk gives a bucket one stretch of contexts, and
+ * its contexts in session order, so each chunk gives a bucket one stretch of entries, and
  * the index of session ids stays small enough to sit in cache. One index over all sessions
  * cost a cache miss per context (about 250 ns; the largest part of a sessions query).
  */
@@ -141,48 +141,25 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
   let lo = Infinity;
   let hi = -Infinity;
   for (const c of chunks) {
-    const nctx = c.nctx;
-    if (nctx === 0) continue;
-    const pv = c.dicts.name.find("pageview");
-    const runs = passingRuns(c, o);
-    // Runs: every entry's fields are written, and the entries come out in order.
-    const f: Folds = {
-      cnt: new Uint32Array(nctx),
-      pvs: new Uint32Array(nctx),
-      fRow: new Int32Array(nctx),
-      lRow: new Int32Array(nctx),
-      fPv: runs ? new Int32Array(nctx) : new Int32Array(nctx).fill(-1),
-      lPv: runs ? new Int32Array(nctx) : new Int32Array(nctx).fill(-1),
-    };
-    let order: Uint32Array;
-    if (runs) {
-      const all = new Uint32Array(nctx);
-      order = all.subarray(0, foldRuns(c, runs, pv, f, all));
-    } else {
-      foldRows(c, o, pv, f, budget);
-      const cnt = f.cnt;
-      let k = 0;
-      for (let x = 0; x < nctx; x++) if (cnt[x]) k++;
-      order = new Uint32Array(k);
-      k = 0;
-      for (let x = 0; x < nctx; x++) if (cnt[x]) order[k++] = x;
-    }
-    const n = order.length;
+    if (c.nctx === 0) continue;
+    const f = foldsOf(c, o, budget);
+    const n = f.n;
     if (!n) continue;
     const session = c.session;
+    const x = f.x;
     if (c.sortedBySession) {
-      if (session[order[0]!]! < lo) lo = session[order[0]!]!;
-      if (session[order[n - 1]!]! > hi) hi = session[order[n - 1]!]!;
+      if (session[x[0]!]! < lo) lo = session[x[0]!]!;
+      if (session[x[n - 1]!]! > hi) hi = session[x[n - 1]!]!;
     } else {
-      // The head: contexts in arrival order, put in bucket order below (no sort).
-      for (let k = 0; k < n; k++) {
-        const v = session[order[k]!]!;
+      // The head: entries in arrival order, put in bucket order below (no sort).
+      for (let e = 0; e < n; e++) {
+        const v = session[x[e]!]!;
         if (v < lo) lo = v;
         if (v > hi) hi = v;
       }
     }
     total += n;
-    parts.push({ c, ci: out.chunks.push(c) - 1, ...f, order, pos: 0 });
+    parts.push({ c, ci: out.chunks.push(c) - 1, ...f, order: identity(n), pos: 0 });
   }
   if (!total) return out;
   out.reserve(total);
@@ -202,11 +179,11 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
     if (p.c.sortedBySession) continue;
     const session = p.c.session;
     const at = new Uint32Array(buckets + 1);
-    const b = new Uint32Array(p.order.length);
-    for (let k = 0; k < p.order.length; k++) at[(b[k] = bucketOf(session[p.order[k]!]!)) + 1]!++;
+    const b = new Uint32Array(p.n);
+    for (let e = 0; e < p.n; e++) at[(b[e] = bucketOf(session[p.x[e]!]!)) + 1]!++;
     for (let j = 0; j < buckets; j++) at[j + 1]! += at[j]!;
-    const sorted = new Uint32Array(p.order.length);
-    for (let k = 0; k < p.order.length; k++) sorted[at[b[k]!]!++] = p.order[k]!;
+    const sorted = new Uint32Array(p.n);
+    for (let e = 0; e < p.n; e++) sorted[at[b[e]!]!++] = e;
     p.order = sorted;
   }
   const index = new IdIndex();
@@ -218,9 +195,9 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
       const from = p.pos;
       let to = from;
       const session = p.c.session;
-      const order = p.order;
-      while (to < order.length && session[order[to]!]! < bound) to++;
-      if (to > from) mergeContexts(out, index, p, from, to);
+      const { order, x } = p;
+      while (to < p.n && session[x[order[to]!]!]! < bound) to++;
+      if (to > from) mergeEntries(out, index, p, from, to);
       p.pos = to;
     }
     budget?.check(0);
@@ -228,8 +205,24 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
   return out;
 }
 
-/** Per context of one chunk: rows that pass, pageviews, and the first and last row of each. */
+let identities = new Uint32Array(0);
+/** 0, 1, .. n - 1 (a view of one shared array: read, never written). */
+function identity(n: number): Uint32Array {
+  if (identities.length < n) {
+    identities = new Uint32Array(Math.max(n, identities.length * 2));
+    for (let i = 0; i < identities.length; i++) identities[i] = i;
+  }
+  return identities.subarray(0, n);
+}
+
+/**
+ * A chunk's rows that pass, folded into entries: per entry its context (`x`), rows that
+ * pass, pageviews, and the first and last row of each. A session has one entry per chunk
+ * in a partition read by runs, one per context otherwise.
+ */
 interface Folds {
+  n: number;
+  x: Uint32Array;
   cnt: Uint32Array;
   pvs: Uint32Array;
   fRow: Int32Array;
@@ -239,8 +232,25 @@ interface Folds {
   lPv: Int32Array;
 }
 
-function foldRows(c: Chunk, o: ScanOptions, pv: number, f: Folds, budget?: Budget): void {
-  const { cnt, pvs, fRow, lRow, fPv, lPv } = f;
+function foldsOf(c: Chunk, o: ScanOptions, budget?: Budget): Folds {
+  const pv = c.dicts.name.find("pageview");
+  const runs = passingRuns(c, o);
+  if (!runs) return foldRows(c, o, pv, budget);
+  if (o.filters.length || o.sessions) return foldRuns(c, runs, pv, false);
+  // Without filters a partition's folds (inside the window) depend on the debug kind alone,
+  // so they are kept with the partition: a dashboard's repeated sessions queries fold each
+  // partition once. About 28 bytes a session, a tenth of the partition's own columns.
+  return derive(c, o.debug ? "sessions.folds.debug" : "sessions.folds", () => foldRuns(c, runs, pv, true), (f) => 28 * f.n + 200);
+}
+
+function foldRows(c: Chunk, o: ScanOptions, pv: number, budget?: Budget): Folds {
+  const nctx = c.nctx;
+  const cnt = new Uint32Array(nctx);
+  const pvs = new Uint32Array(nctx);
+  const fRow = new Int32Array(nctx);
+  const lRow = new Int32Array(nctx);
+  const fPv = new Int32Array(nctx).fill(-1);
+  const lPv = new Int32Array(nctx).fill(-1);
   const ts = c.ts;
   const name = c.name;
   scan(
@@ -265,16 +275,49 @@ function foldRows(c: Chunk, o: ScanOptions, pv: number, f: Folds, budget?: Budge
     },
     budget,
   );
+  // Contexts with rows become the entries, in context order.
+  let n = 0;
+  for (let x = 0; x < nctx; x++) if (cnt[x]) n++;
+  const f = newFolds(n);
+  n = 0;
+  for (let x = 0; x < nctx; x++) {
+    if (!cnt[x]) continue;
+    f.x[n] = x;
+    f.cnt[n] = cnt[x]!;
+    f.pvs[n] = pvs[x]!;
+    f.fRow[n] = fRow[x]!;
+    f.lRow[n] = lRow[x]!;
+    f.fPv[n] = fPv[x]!;
+    f.lPv[n] = lPv[x]!;
+    n++;
+  }
+  f.n = n;
+  return f;
+}
+
+function newFolds(size: number): Folds {
+  return {
+    n: 0,
+    x: new Uint32Array(size),
+    cnt: new Uint32Array(size),
+    pvs: new Uint32Array(size),
+    fRow: new Int32Array(size),
+    lRow: new Int32Array(size),
+    fPv: new Int32Array(size),
+    lPv: new Int32Array(size),
+  };
 }
 
 /**
  * The same for a partition inside the window with filters held per context only: its
  * contexts are runs of rows in time order, so a context's first and last rows are its
- * run's ends and only pageviews need a look at the rows (no callback per row). Writes the
- * entries' contexts to `order`, in session order, and answers how many there are.
+ * run's ends and only pageviews need a look at the rows (no callback per row). Entries
+ * come out in session order. `exact`: arrays cut to the entries (for the memo), else
+ * views of arrays sized to the contexts.
  */
-function foldRuns(c: Chunk, pass: Uint8Array, pv: number, f: Folds, order: Uint32Array): number {
-  const { cnt, pvs, fRow, lRow, fPv, lPv } = f;
+function foldRuns(c: Chunk, pass: Uint8Array, pv: number, exact: boolean): Folds {
+  const f = newFolds(c.nctx);
+  const { x: ex, cnt, pvs, fRow, lRow, fPv, lPv } = f;
   const start = c.ctxStart!;
   const name = c.name;
   const session = c.session;
@@ -289,50 +332,51 @@ function foldRuns(c: Chunk, pass: Uint8Array, pv: number, f: Folds, order: Uint3
     const b = start[x + 1]!;
     if (a === b) continue;
     let m = 0;
-    let f = -1;
-    let l = -1;
+    let fp = -1;
+    let lp = -1;
     if (pv >= 0) {
       for (let i = a; i < b; i++) {
         if (name[i] !== pv) continue;
-        if (f < 0) f = i;
-        l = i;
+        if (fp < 0) fp = i;
+        lp = i;
         m++;
       }
     }
-    if (h >= 0 && session[h] === session[x]) {
+    if (h >= 0 && session[ex[h]!] === session[x]) {
       cnt[h]! += b - a;
       lRow[h] = b - 1;
       pvs[h]! += m;
-      if (f >= 0) {
-        if (fPv[h]! < 0) fPv[h] = f;
-        lPv[h] = l;
+      if (fp >= 0) {
+        if (fPv[h]! < 0) fPv[h] = fp;
+        lPv[h] = lp;
       }
       continue;
     }
-    h = x;
-    order[n++] = x;
-    cnt[x] = b - a;
-    fRow[x] = a;
-    lRow[x] = b - 1;
-    pvs[x] = m;
-    fPv[x] = f;
-    lPv[x] = l;
+    h = n++;
+    ex[h] = x;
+    cnt[h] = b - a;
+    fRow[h] = a;
+    lRow[h] = b - 1;
+    pvs[h] = m;
+    fPv[h] = fp;
+    lPv[h] = lp;
   }
-  return n;
+  const cut = exact ? <T extends Uint32Array | Int32Array>(a: T) => a.slice(0, n) as T : <T extends Uint32Array | Int32Array>(a: T) => a.subarray(0, n) as T;
+  return { n, x: cut(ex), cnt: cut(cnt), pvs: cut(pvs), fRow: cut(fRow), lRow: cut(lRow), fPv: cut(fPv), lPv: cut(lPv) };
 }
 
 /**
- * Folds one chunk's contexts into the sessions. A context of the session just merged (the
- * contexts of a session sit next to each other in a partition) skips the index lookup.
+ * Merges entries from..to of one chunk (positions in its `order`) into the sessions.
+ * An entry of the session just merged (a session's entries sit next to each other) skips
+ * the index lookup.
  */
-function mergeContexts(out: Sessions, index: IdIndex, p: Folded, from: number, to: number) {
-  const { c, ci, cnt, pvs, fRow, lRow, fPv, lPv, order } = p;
-  // At most one new session per context: with the room made first, no array is replaced
-  // below and they can be held in locals.
-  out.reserve(out.n + (to - from));
+function mergeEntries(out: Sessions, index: IdIndex, p: Folded, from: number, to: number) {
+  // The arrays have room for every entry (reserved before the walk): held in locals.
+  const { c, ci, x: ex, cnt, pvs, fRow, lRow, fPv, lPv, order } = p;
   const { id: oid, first, last, events, pageviews, visitor, fc, fi, lc, li, fpc, fpi, lpc, lpi } = out;
   const ts = c.ts;
   const session = c.session;
+  const cvisitor = c.visitor;
   const chunks = out.chunks;
   // Within one chunk a lower row was scanned earlier; earlier chunks were scanned earlier.
   const earlier = (t: number, i: number, ak: number, ai: number) => {
@@ -346,13 +390,14 @@ function mergeContexts(out: Sessions, index: IdIndex, p: Folded, from: number, t
   let prevId = NaN;
   let k = -1;
   for (let q = from; q < to; q++) {
-    const x = order[q]!;
-    const n = cnt[x]!;
+    const e = order[q]!;
+    const x = ex[e]!;
+    const n = cnt[e]!;
     const id = session[x]!;
-    const f = fRow[x]!;
-    const l = lRow[x]!;
-    const fp = fPv[x]!;
-    const lp = lPv[x]!;
+    const f = fRow[e]!;
+    const l = lRow[e]!;
+    const fp = fPv[e]!;
+    const lp = lPv[e]!;
     if (id !== prevId) {
       prevId = id;
       const at = index.slot(id);
@@ -364,8 +409,8 @@ function mergeContexts(out: Sessions, index: IdIndex, p: Folded, from: number, t
         first[k] = ts[f]!;
         last[k] = ts[l]!;
         events[k] = n;
-        pageviews[k] = pvs[x]!;
-        visitor[k] = c.visitor[x]!;
+        pageviews[k] = pvs[e]!;
+        visitor[k] = cvisitor[x]!;
         fc[k] = ci;
         fi[k] = f;
         lc[k] = ci;
@@ -378,12 +423,12 @@ function mergeContexts(out: Sessions, index: IdIndex, p: Folded, from: number, t
       }
     }
     events[k]! += n;
-    pageviews[k]! += pvs[x]!;
+    pageviews[k]! += pvs[e]!;
     if (earlier(ts[f]!, f, fc[k]!, fi[k]!)) {
       first[k] = ts[f]!;
       fc[k] = ci;
       fi[k] = f;
-      visitor[k] = c.visitor[x]!;
+      visitor[k] = cvisitor[x]!;
     }
     if (later(ts[l]!, l, lc[k]!, li[k]!)) {
       last[k] = ts[l]!;
@@ -402,7 +447,6 @@ function mergeContexts(out: Sessions, index: IdIndex, p: Folded, from: number, t
     }
   }
 }
-
 
 /** Entry or exit of a session: a page for web sessions, the `screen` property otherwise. */
 export function place(s: SessionAgg, which: "entry" | "exit"): string {

@@ -93,6 +93,26 @@ export interface Chunk {
    * without reading the rows.
    */
   ctxStart?: Uint32Array;
+  /**
+   * What queries derive from a partition and keep with it, since a partition never
+   * changes (the sessions walk's folds), and its bytes: the decoded cache counts them.
+   */
+  derived?: Map<string, unknown>;
+  derivedBytes?: number;
+}
+
+/**
+ * A structure derived from a chunk, built once and kept with it (partitions only: a head
+ * changes with every append, so its structures are built afresh every time).
+ */
+export function derive<T>(c: Chunk, key: string, build: () => T, bytes: (v: T) => number): T {
+  if (!c.ctxStart) return build();
+  const known = c.derived?.get(key);
+  if (known !== undefined) return known as T;
+  const v = build();
+  (c.derived ??= new Map()).set(key, v);
+  c.derivedBytes = (c.derivedBytes ?? 0) + bytes(v);
+  return v;
 }
 
 // ---- growable typed arrays --------------------------------------------------------------

@@ -47,7 +47,8 @@ export class EventStore implements EventSink {
   private heads = new Map<number, HeadChunk>();
   /** Heads being written out: still read by queries until their files are in the catalog. */
   private flushing = new Set<HeadChunk>();
-  private cache = new Map<string, { chunk: Chunk; bytes: number }>();
+  /** bytes: the decoded columns; derived: what queries have since derived from them (counted at the next use). */
+  private cache = new Map<string, { chunk: Chunk; bytes: number; derived: number }>();
   private cacheUsed = 0;
   private pv = "pageview";
 
@@ -222,6 +223,12 @@ export class EventStore implements EventSink {
       // Most recently used last.
       this.cache.delete(p.file);
       this.cache.set(p.file, hit);
+      const derived = hit.chunk.derivedBytes ?? 0;
+      if (derived !== hit.derived) {
+        this.cacheUsed += derived - hit.derived;
+        hit.derived = derived;
+        this.trim(p.file);
+      }
       return hit.chunk;
     }
     const { chunk } = readPartition(new Uint8Array(readFileSync(p.file)));
@@ -233,12 +240,18 @@ export class EventStore implements EventSink {
   private remember(file: string, chunk: Chunk) {
     this.evict(file);
     const bytes = chunkBytes(chunk);
-    this.cache.set(file, { chunk, bytes });
-    this.cacheUsed += bytes;
+    const derived = chunk.derivedBytes ?? 0;
+    this.cache.set(file, { chunk, bytes, derived });
+    this.cacheUsed += bytes + derived;
+    this.trim(file);
+  }
+
+  /** Evicts the least recently used past the budget, never `keep`. */
+  private trim(keep: string) {
     for (const [f, e] of this.cache) {
-      if (this.cacheUsed <= this.o.cacheBytes || f === file) break;
+      if (this.cacheUsed <= this.o.cacheBytes || f === keep) break;
       this.cache.delete(f);
-      this.cacheUsed -= e.bytes;
+      this.cacheUsed -= e.bytes + e.derived;
     }
   }
 
@@ -246,7 +259,7 @@ export class EventStore implements EventSink {
     const e = this.cache.get(file);
     if (e) {
       this.cache.delete(file);
-      this.cacheUsed -= e.bytes;
+      this.cacheUsed -= e.bytes + e.derived;
     }
   }
 

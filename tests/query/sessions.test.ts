@@ -4,7 +4,7 @@
 // ones (read row by row).
 
 import { describe, expect, test } from "bun:test";
-import { HeadChunk } from "../../src/store/chunk.ts";
+import { HeadChunk, type Chunk } from "../../src/store/chunk.ts";
 import { readPartition, writePartition } from "../../src/store/parquet.ts";
 import { collectSessions } from "../../src/query/sessions.ts";
 import { walkSessions } from "../../src/query/session-walk.ts";
@@ -88,4 +88,28 @@ describe("sessions walk", () => {
       expect(got).toEqual(want);
     });
   }
+
+  test("a partition's folds without filters are kept with it, per debug kind, and give the same sessions", () => {
+    const p0 = partition(events.filter((_, i) => i % 3 === 0));
+    const fresh = [p0, b, head];
+    const o: ScanOptions = { startMs: -Infinity, endMs: Infinity, debug: false, filters: [] };
+    const s1 = collectSessions(fresh, o);
+    const kept = p0.derived?.get("sessions.folds");
+    expect(kept).toBeDefined();
+    const bytes = p0.derivedBytes!;
+    expect(bytes).toBeGreaterThan(0);
+    const s2 = collectSessions(fresh, o);
+    expect(p0.derived?.get("sessions.folds")).toBe(kept); // not built again
+    expect(p0.derivedBytes).toBe(bytes);
+    expect(Array.from(s2.id.subarray(0, s2.n)).sort()).toEqual(Array.from(s1.id.subarray(0, s1.n)).sort());
+    // Debug sessions have folds of their own; a filter or a cut window keeps nothing.
+    expect(walked({ ...o, debug: true })).toEqual(reference({ ...o, debug: true }));
+    const d = collectSessions(fresh, { ...o, debug: true });
+    expect(p0.derived?.get("sessions.folds.debug")).toBeDefined();
+    expect(d.n).toBeLessThan(s1.n);
+    collectSessions(fresh, { ...o, filters: [{ dim: "country", values: ["GB"] }] });
+    collectSessions(fresh, { ...o, startMs: mid - 86_400_000, endMs: mid });
+    expect(p0.derived?.size).toBe(2);
+    expect((head as Chunk).derived).toBeUndefined(); // a head changes: nothing kept
+  });
 });

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { EventStore } from "../../src/store/store.ts";
+import { derive } from "../../src/store/chunk.ts";
 import { createLogger } from "../../src/log.ts";
 import { DAY_MS, dayNumber, medianOf } from "../../src/store/rollups.ts";
 import type { StoredEvent } from "../../src/store/event.ts";
@@ -105,6 +106,19 @@ describe("event store", () => {
     expect(s.count(6)).toBe(20_000);
     expect(canonical(s.events(6))).toEqual(canonical(evs));
     expect(s.cacheStats().bytes).toBeLessThanOrEqual(200_000 + 200_000); // at most one file over, while in use
+  });
+
+  test("what queries derive from a cached partition counts in the cache's bytes", async () => {
+    const dir = tmp();
+    const s = mk(dir);
+    s.append(randomEvents(4, 3000, { seed: 13, start: Date.UTC(2026, 10, 1), spanMs: 2 * DAY_MS, web: true }));
+    await flush(s, 1);
+    const before = s.cacheStats().bytes;
+    const [c] = s.chunks(4, -Infinity, Infinity);
+    expect(derive(c!, "test", () => new Uint8Array(5000), (v) => v.byteLength).byteLength).toBe(5000);
+    expect(derive(c!, "test", () => new Uint8Array(1), (v) => v.byteLength).byteLength).toBe(5000); // kept
+    s.chunks(4, -Infinity, Infinity); // counted at the next use
+    expect(s.cacheStats().bytes).toBe(before + 5000);
   });
 
   test("a crash leaves .tmp files and unfinished flushes: opening removes them", async () => {
