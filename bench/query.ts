@@ -3,9 +3,11 @@
 // 2 threads) running the equivalent SQL. Also the accuracy of daily unique visitors from
 // the rollups' HyperLogLog against exact counts, next to DuckDB's approx_count_distinct.
 // Run: bun bench/query.ts [events=10000000] [days=30]   (writes the "query" section of bench/RESULTS.md;
-// RUNS=n times each query n times, default 5; SECTION=name writes another section, e.g. query-100m)
+// RUNS=n times each query n times, default 5; SECTION=name writes another section, e.g. query-100m;
+// DUCKDB_MEMORY=8GB caps DuckDB's memory (it spills to a temp directory past it), so that both
+// sides fit one 24 GiB machine at 100 M events: DuckDB's default is 80% of the RAM)
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -61,7 +63,11 @@ store.chunks(appId, -Infinity, Infinity);
 store.rollups.fold(end);
 
 const files = `${join(dir, "events", `app=${appId}`)}/*/*.parquet`;
-const duck = await DuckDBInstance.create(":memory:", { threads: "2" });
+const DUCKDB_MEMORY = process.env.DUCKDB_MEMORY;
+const duck = await DuckDBInstance.create(":memory:", {
+  threads: "2",
+  ...(DUCKDB_MEMORY ? { memory_limit: DUCKDB_MEMORY, temp_directory: join(dir, "duckdb-tmp") } : {}),
+});
 const con = await duck.connect();
 await con.run(`create view e as select * from read_parquet('${files}') where not debug and ts >= epoch_ms(${window.startMs}) and ts < epoch_ms(${window.endMs})`);
 await con.run(`select count(*) from e`); // warm the file cache
@@ -150,15 +156,24 @@ for (const r of exact) {
   duckErr += Math.abs(Number(r.a) - x) / x;
   n++;
 }
+const cacheBytes = store.cacheStats().bytes;
 await storage.close({ abort: true });
 rmSync(dir, { recursive: true, force: true });
 
 const mem = process.memoryUsage();
+/** The process's peak resident set (VmHWM), in bytes; the current RSS where /proc is missing. */
+function peakRss(): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"));
+    if (m) return Number(m[1]) * 1024;
+  } catch {}
+  return process.memoryUsage().rss;
+}
 const body = `## Queries (bench/query.ts${SECTION === "query" ? "" : `, ${fmt(EVENTS)} events`})
 
 - Machine: ${machine()}
 - Date: ${new Date().toISOString().slice(0, 10)}
-- Command: \`bun bench/query.ts ${EVENTS} ${DAYS}\` — one site, ${fmt(EVENTS)} generated events over ${DAYS} days (compacted into daily Parquet files). Each endpoint's operator runs in-process on warm decoded columns (no HTTP, no answer cache); DuckDB (@duckdb/node-api, 2 threads) runs the equivalent SQL over the same Parquet files, file cache warm. ${RUNS === 1 ? "One run each" : `Median of ${RUNS} runs each`}, in the same process, one after the other.
+- Command: \`${[process.env.RUNS && `RUNS=${RUNS}`, process.env.SECTION && `SECTION=${SECTION}`, DUCKDB_MEMORY && `DUCKDB_MEMORY=${DUCKDB_MEMORY}`].filter(Boolean).join(" ")}${process.env.RUNS || process.env.SECTION || DUCKDB_MEMORY ? " " : ""}bun bench/query.ts ${EVENTS} ${DAYS}\` — one site, ${fmt(EVENTS)} generated events over ${DAYS} days (compacted into daily Parquet files). Each endpoint's operator runs in-process on warm decoded columns (no HTTP, no answer cache); DuckDB (@duckdb/node-api, 2 threads${DUCKDB_MEMORY ? `, memory_limit ${DUCKDB_MEMORY}` : ""}) runs the equivalent SQL over the same Parquet files, file cache warm. ${RUNS === 1 ? "One run each" : `Median of ${RUNS} runs each`}, in the same process, one after the other.
 
 | Endpoint | Sextant ms | DuckDB ms | Ratio | Target | |
 |---|---|---|---|---|---|
@@ -166,6 +181,6 @@ ${rows.join("\n")}
 
 Daily unique visitors (days with ≥ 1,000 visitors, ${n} days): rollups (HyperLogLog p=14 past 2,048) mean error ${fmt((oursErr / Math.max(1, n)) * 100, 2)}% against exact counts; DuckDB's approx_count_distinct ${fmt((duckErr / Math.max(1, n)) * 100, 2)}%.
 
-Memory at the end (one process holding Sextant's decoded columns and DuckDB): RSS ${fmt(mem.rss / 2 ** 20)} MiB, JS heap ${fmt(mem.heapUsed / 2 ** 20)} MiB. ${overBudget ? `${overBudget} endpoint(s) took longer than the server's 9 s query budget: served over HTTP they answer 422 (narrow the dates or filters).` : "Every endpoint finished within the server's 9 s query budget."}`;
+Memory (one process holding Sextant's decoded columns and DuckDB): RSS at the end ${fmt(mem.rss / 2 ** 20)} MiB, peak ${fmt(peakRss() / 2 ** 20)} MiB; JS heap ${fmt(mem.heapUsed / 2 ** 20)} MiB; Sextant's decoded cache ${fmt(cacheBytes / 2 ** 20)} MiB. ${overBudget ? `${overBudget} endpoint(s) took longer than the server's 9 s query budget: served over HTTP they answer 422 (narrow the dates or filters).` : "Every endpoint finished within the server's 9 s query budget."}`;
 writeSection(SECTION, body);
 console.log(body);
