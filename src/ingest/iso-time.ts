@@ -20,6 +20,10 @@ function daysFromCivil(y: number, m: number, d: number): number {
 
 const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
+// The events of a batch share their date: the last date's day number is kept.
+let lastDate = -1;
+let lastDays = 0;
+
 export function parseIsoUtc(s: string): number {
   if (typeof s !== "string" || s.length < 20 || s.length > 35) return NaN;
   if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || (s[10] !== "T" && s[10] !== "t" && s[10] !== " ")) return NaN;
@@ -48,7 +52,16 @@ export function parseIsoUtc(s: string): number {
     if (i === start || i - start > 9) return NaN;
     ms = Math.floor(ms);
   }
-  const rest = s.slice(i);
-  if (rest !== "Z" && rest !== "z" && rest !== "+00:00" && rest !== "+0000" && rest !== "-00:00") return NaN;
-  return ((daysFromCivil(y, mo, d) * 24 + h) * 60 + mi) * 60_000 + se * 1000 + ms;
+  // The zone: Z, or a zero offset (compared in place: no substring per call).
+  const left = s.length - i;
+  if (left === 1) {
+    const z = s.charCodeAt(i);
+    if (z !== 90 && z !== 122) return NaN;
+  } else if (!((left === 6 && (s.startsWith("+00:00", i) || s.startsWith("-00:00", i))) || (left === 5 && s.startsWith("+0000", i)))) return NaN;
+  const date = (y * 16 + mo) * 32 + d;
+  if (date !== lastDate) {
+    lastDays = daysFromCivil(y, mo, d);
+    lastDate = date;
+  }
+  return ((lastDays * 24 + h) * 60 + mi) * 60_000 + se * 1000 + ms;
 }

@@ -26,18 +26,27 @@ export const PERSONAL_KEYS = new Set([
 ]);
 const SUFFIXES = ["email", "phone", "phonenumber", "ipaddress", "deviceid", "password", "token", "address", "userid", "lastname", "firstname", "fullname", "username"];
 
+export function isPersonalKey(key: string): boolean {
+  const k = key.toLowerCase().replace(/[^a-z0-9]/g, "");
+  if (PERSONAL_KEYS.has(k)) return true;
+  for (const s of SUFFIXES) if (k.length > s.length && k.endsWith(s)) return true;
+  return false;
+}
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 // Apps send the same few keys over and over: decide each once.
 let keyVerdicts = new Map<string, boolean>();
 
-export function isPersonalKey(key: string): boolean {
+/** A key that is not kept: empty, too long, with control characters, or named like personal data. */
+export function isRefusedKey(key: string): boolean {
+  if (key.length < 1 || key.length > MAX_KEY) return true;
   const hit = keyVerdicts.get(key);
   if (hit !== undefined) return hit;
-  const k = key.toLowerCase().replace(/[^a-z0-9]/g, "");
-  let personal = PERSONAL_KEYS.has(k);
-  for (const s of SUFFIXES) if (!personal && k.length > s.length && k.endsWith(s)) personal = true;
+  const refused = CONTROL.test(key) || isPersonalKey(key);
   if (keyVerdicts.size >= 10_000) keyVerdicts = new Map();
-  keyVerdicts.set(key, personal);
-  return personal;
+  keyVerdicts.set(key, refused);
+  return refused;
 }
 
 const EMAIL = /[^\s@]+@[^\s@]+\.[^\s@]{2,}/;
@@ -63,8 +72,6 @@ export interface CleanProps {
   dropped: number;
 }
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
 export function cleanProps(raw: unknown): CleanProps {
   const sp: Record<string, string> = {};
   const np: Record<string, number> = {};
@@ -73,7 +80,7 @@ export function cleanProps(raw: unknown): CleanProps {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return { sp, np, dropped };
   for (const key in raw as Record<string, unknown>) {
     const v = (raw as Record<string, unknown>)[key];
-    if (kept >= MAX_PROPS || key.length < 1 || key.length > MAX_KEY || CONTROL.test(key) || isPersonalKey(key)) {
+    if (kept >= MAX_PROPS || isRefusedKey(key)) {
       dropped++;
       continue;
     }

@@ -16,5 +16,11 @@ export function isDimension(x: string): boolean {
 
 /** Event names: 1-64 characters, no control characters; `$` starts reserved names. */
 export function isValidEventName(name: string): boolean {
-  return name.length >= 1 && name.length <= 64 && !/[\u0000-\u001f\u007f-\u009f]/.test(name);
+  if (name.length < 1 || name.length > 64) return false;
+  // A loop over at most 64 characters: a regular expression cost more per event.
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c <= 0x1f || (c >= 0x7f && c <= 0x9f)) return false;
+  }
+  return true;
 }
