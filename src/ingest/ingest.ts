@@ -21,6 +21,7 @@ import { batchEvents, parseBatch, parseWebEvent, webEvent } from "./pipeline.ts"
 import { Quota } from "./quota.ts";
 import { LoadShedder, type ShedOptions } from "./shed.ts";
 import { Salts } from "./salts.ts";
+import { SeenIds } from "./seen-ids.ts";
 import { WebSessions } from "./web-sessions.ts";
 import { Wal, WalWriteError } from "./wal.ts";
 import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
@@ -120,6 +121,8 @@ export class Ingest {
   private dedupe = new Map<string, { ans: BatchAnswer; at: number; saved?: boolean }>();
   /** Batch answers not yet in the metadata store (the answer saver or the next checkpoint writes them). */
   private newAnswers: string[] = [];
+  /** Which batch ids may have an answer in batch_answers (a new id needs no lookup there). */
+  private stored = new SeenIds();
   private inflight = new Set<string>();
   // Per client address (spec, Limits): batches 10/s with bursts of 20, web 30/s with 60.
   private batchClients: RateLimiter;
@@ -401,6 +404,7 @@ export class Ingest {
 
   /** A batch answered minutes ago or more (or before the last start-up): the metadata store. */
   private storedAnswer(app: number, batchId: string, now: number): { ans: BatchAnswer; at: number } | undefined {
+    if (this.stored.ready && !this.stored.mayHave(`${app}:${batchId}`)) return undefined;
     const r = this.d.db
       .query<{ answer: string; at: number }, [number, string, number]>("SELECT answer, at FROM batch_answers WHERE app = ? AND batch_id = ? AND at >= ?")
       .get(app, batchId, now - DEDUPE_KEEP_MS);
@@ -531,6 +535,8 @@ export class Ingest {
     for (const k of keys) {
       const v = this.dedupe.get(k);
       if (v) v.saved = true;
+      // Before the answer may leave memory, so that a retry of it is looked up.
+      this.stored.add(k, v?.at ?? this.d.now());
     }
   }
 
@@ -565,6 +571,7 @@ export class Ingest {
     for (const [app, day, counts] of s.usage) for (const [o, n] of Object.entries(counts)) up.run(app, day, o, n ?? 0);
     this.writeAnswers(s.answers);
     db.query("DELETE FROM batch_answers WHERE at < ?").run(this.d.now() - DEDUPE_KEEP_MS);
+    this.stored.prune(this.d.now() - DEDUPE_KEEP_MS);
     const q = db.query("INSERT INTO quota (org, month, used) VALUES (?, ?, ?) ON CONFLICT(org, month) DO UPDATE SET used = excluded.used");
     for (const [org, month, used] of s.quota) q.run(org, month, used);
     db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('web_sessions', ?)").run(s.webSessions);
@@ -585,6 +592,12 @@ export class Ingest {
     for (const r of db.query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT * FROM batch_answers WHERE at >= ? ORDER BY at").all(this.d.now() - DEDUPE_MEMORY_MS)) {
       this.dedupe.set(`${r.app}:${r.batch_id}`, { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at, saved: true });
     }
+    // Every stored id enters the filter (about 1 s per million answers, once at start-up).
+    this.stored = new SeenIds();
+    for (const r of db.query<{ app: number; batch_id: string; at: number }, [number]>("SELECT app, batch_id, at FROM batch_answers WHERE at >= ?").iterate(this.d.now() - DEDUPE_KEEP_MS)) {
+      this.stored.add(`${r.app}:${r.batch_id}`, r.at);
+    }
+    this.stored.ready = true;
     for (const r of db.query<{ org: number; month: string; used: number }, []>("SELECT * FROM quota").all()) this.quota.restore(r.org, r.month, r.used);
     const ws = db.query<{ value: Uint8Array }, []>("SELECT value FROM checkpoint WHERE key = 'web_sessions'").get();
     if (ws) this.sessions.unpack(ws.value);

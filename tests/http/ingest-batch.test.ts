@@ -375,6 +375,38 @@ describe("quota and restarts", () => {
     }
   });
 
+  test("a retry days later and after a restart is answered from the store and stores nothing twice", async () => {
+    const clock = new TestClock();
+    const dir = tempDir("sextant-late-restart-");
+    const t1 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock });
+    const o = await ownerHeaders(t1, "late-restart@example.com");
+    const a = await newApp(t1, o);
+    const ids = Array.from({ length: 50 }, () => crypto.randomUUID());
+    const firsts: unknown[] = [];
+    for (const [i, id] of ids.entries()) {
+      const body = batch(Array.from({ length: 1 + (i % 3) }, () => ev("x", { ts: new Date(clock.ms).toISOString() })));
+      const r = await sendBatch(t1.url, a.key, body, { batchId: id, headers: from() });
+      expect(r.status).toBe(200);
+      firsts.push(await r.json());
+    }
+    const count = t1.server.services.store.count(a.appId);
+    await t1.stop();
+    // Three days on: no answer is young enough to be loaded into memory at start-up.
+    clock.advance(3 * 86_400_000);
+    const t2 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock });
+    try {
+      for (const [i, id] of ids.entries()) {
+        const again = await sendBatch(t2.url, a.key, batch([ev("other", { ts: new Date(clock.ms).toISOString() })]), { batchId: id, headers: from() });
+        expect(await again.json()).toEqual(firsts[i]);
+      }
+      expect(t2.server.services.store.count(a.appId)).toBe(count);
+      // A new id is still new.
+      expect(await (await sendBatch(t2.url, a.key, batch([ev("new", { ts: new Date(clock.ms).toISOString() })]), { headers: from() })).json()).toEqual({ accepted: 1, dropped: 0 });
+    } finally {
+      await t2.stop();
+    }
+  });
+
   test("events acknowledged after a clean stop survive the next crash (log numbering continues)", async () => {
     const dir = tempDir("sextant-renumber-");
     const t1 = await startTestServer({ dataDir: dir });
