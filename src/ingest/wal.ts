@@ -40,6 +40,8 @@ interface Pending {
 }
 
 const PENDING_START_BYTES = 16 * 1024;
+/** A commit buffer grown past this (bytes) is not kept for the next commit. */
+const SPARE_MAX_BYTES = 1024 * 1024;
 const emptyPending = (): Pending => {
   const buf = new Uint8Array(new ArrayBuffer(PENDING_START_BYTES));
   return { buf, view: new DataView(buf.buffer), records: 0, bytes: 0, firstSeq: 0, lastSeq: 0, waiters: [], onDurable: [] };
@@ -54,6 +56,12 @@ export class Wal {
   private writer: WalWriter | null = null;
   private segments: { first: number; file: string }[] = [];
   private pending: Pending = emptyPending();
+  /**
+   * The last commit's buffer, emptied, for the next one: a fresh 16 KB buffer per commit
+   * (zeroed, with its DataView) cost about 3% of a web event's CPU. Free to reuse once
+   * commit() has returned, since the writer copies the frames before it waits.
+   */
+  private spare: Pending | null = null;
   private flushing: Promise<void> | null = null;
   private closed = false;
   /** The highest sequence number handed out. */
@@ -205,7 +213,8 @@ export class Wal {
     this.writer ??= this.makeWriter(this.dir);
     while (this.pending.records > 0) {
       const batch = this.pending;
-      this.pending = emptyPending();
+      this.pending = this.spare ?? emptyPending();
+      this.spare = null;
       const started = performance.now();
       try {
         const { newSegment } = await this.writer.commit([batch.buf.subarray(0, batch.bytes)], batch.firstSeq);
@@ -222,6 +231,12 @@ export class Wal {
         this.log.error("write-ahead log write failed; answering 503 until it works again", { error: (e as Error).message });
         for (const w of batch.waiters) w.reject(err);
         this.notifyCommitted();
+      }
+      if (batch.buf.length <= SPARE_MAX_BYTES) {
+        batch.records = batch.bytes = batch.firstSeq = batch.lastSeq = 0;
+        batch.waiters = [];
+        batch.onDurable = [];
+        this.spare = batch;
       }
       if (this.pending.records > 0) {
         // Back-to-back commits: let at least COMMIT_SPACING_MS pass since this one began,
