@@ -155,6 +155,29 @@ function defLevels(body: ByteWriter, present: Uint8Array, rows: number) {
   body.appendBytes(bytes);
 }
 
+/**
+ * The dictionary page holds just the values a file uses, in order of appearance: each
+ * row's code as an index into them. In a function of its own: inside writeColumn's large
+ * body the engine left this loop (one pass per string column per row) unoptimised.
+ */
+function localCodes(codes: ArrayLike<number>, present: Uint8Array | undefined, rows: number, nulls: number, nvalues: number): { idx: Uint32Array; used: number[] } {
+  const local = new Int32Array(nvalues).fill(-1);
+  const used: number[] = [];
+  const idx = new Uint32Array(rows - nulls);
+  let k = 0;
+  for (let i = 0; i < rows; i++) {
+    if (present && !present[i]) continue;
+    const code = codes[i]!;
+    let l = local[code]!;
+    if (l < 0) {
+      l = local[code] = used.length;
+      used.push(code);
+    }
+    idx[k++] = l;
+  }
+  return { idx, used };
+}
+
 function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b: Uint8Array) => Uint8Array) {
   const start = w.offset;
   let uncompressed = 0;
@@ -170,21 +193,7 @@ function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b:
   }
   let encoding: string;
   if (c.kind === "codes") {
-    // The dictionary page holds just the values this file uses, in order of appearance.
-    const local = new Int32Array(c.values.length).fill(-1);
-    const used: number[] = [];
-    const idx = new Uint32Array(rows - nulls);
-    let k = 0;
-    for (let i = 0; i < rows; i++) {
-      if (present && !present[i]) continue;
-      const code = c.codes[i]!;
-      let l = local[code]!;
-      if (l < 0) {
-        l = local[code] = used.length;
-        used.push(code);
-      }
-      idx[k++] = l;
-    }
+    const { idx, used } = localCodes(c.codes, present, rows, nulls, c.values.length);
     const dict = new ByteWriter();
     let min: string | undefined;
     let max: string | undefined;
