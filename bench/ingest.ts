@@ -37,20 +37,32 @@ const token = createToken(db, actor, orgId, "bench", Date.now());
 await setup.stop();
 
 const now = Date.now();
-const batchBody = gzipSync(
-  JSON.stringify({
-    sdk: "sextant-swift/1.0.0",
-    system: { os_name: "iOS", os_version: "17.2", device_model: "iPhone15,2", locale: "en_GB", app_version: "2.1.0", app_build: "210", is_debug: false },
-    events: Array.from({ length: 100 }, (_, i) => ({
-      name: ["screen_view", "tap", "purchase", "search"][i % 4],
-      ts: new Date(now - (100 - i) * 1000).toISOString(),
-      session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e",
-      props: { screen: `Screen${i % 7}`, value: i },
-    })),
-  }),
-);
-const batchFile = join(dir, "batch.json.gz");
-writeFileSync(batchFile, batchBody);
+// One gzip body per device, each with the device's own session id, as an SDK sends: the
+// devices' batches go into one file with a manifest of offsets that batch.lua reads.
+// (Until 2026-11-22 every batch carried one fixed session id, as if 50,000 devices shared
+// a session: the worst case for partitions sorted by session, and not what SDKs send.)
+const DEVICES = 5000;
+const bodies: Uint8Array[] = [];
+for (let d = 0; d < DEVICES; d++) {
+  bodies.push(
+    gzipSync(
+      JSON.stringify({
+        sdk: "sextant-swift/1.0.0",
+        system: { os_name: "iOS", os_version: "17.2", device_model: "iPhone15,2", locale: "en_GB", app_version: "2.1.0", app_build: "210", is_debug: false },
+        events: Array.from({ length: 100 }, (_, i) => ({
+          name: ["screen_view", "tap", "purchase", "search"][i % 4],
+          ts: new Date(now - (100 - i) * 1000).toISOString(),
+          session_id: `0190f5a4-7b1e-7c3a-9d2e-${d.toString(16).padStart(12, "0")}`,
+          props: { screen: `Screen${i % 7}`, value: i },
+        })),
+      }),
+    ),
+  );
+}
+const batchFile = join(dir, "batches.json.gz");
+writeFileSync(batchFile, Buffer.concat(bodies));
+let offset = 0;
+writeFileSync(`${batchFile}.idx`, bodies.map((b) => `${offset} ${((offset += b.length), b.length)}`).join("\n") + "\n");
 
 const env = {
   SITE_KEY: site.key,
@@ -158,7 +170,7 @@ const body = `## Ingest (bench/ingest.ts)
 - Date: ${new Date().toISOString().slice(0, 10)}
 - Command: \`bun bench/ingest.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). The bare server and Sextant (\`sextant serve\`, JSON request log to a file, every accepted event fsynced by group commit before the answer) both run pinned to core 0; wrk runs pinned to core 1 with ${CONNS} connections, ${SECONDS} s per row. Rows alternate round by round and the table gives medians; the ratio column also lists each round's ratio against the bare run of the same round, since this shared machine's speed drifts by tens of percent between minutes.
 - The query load (rows "with query load") is a second wrk with 4 connections reading with an API token, each waiting 50 ms between requests as a busy dashboard would (median ${fmt(median(queryRates))} requests/s). The load cycles through overview (unfiltered and filtered), breakdowns, live and usage of both apps; answers are cached for 30 s except live, which is computed on every request.
-- Load: web events from a pool of 50,000 visitor addresses (one new address per request would make every event a new visit); batches likewise.
+- Load: web events from a pool of 50,000 visitor addresses (one new address per request would make every event a new visit); batches from 5,000 devices, each with its own address and its own session id (until 2026-11-22 every batch carried one fixed session id).
 - CPU µs/request: the server process's user+system CPU time over the row divided by the requests it answered (steadier than throughput on a noisy host).
 
 | Row | Requests/s | Events/s | p50 ms | p99 ms | Events/s ÷ bare requests/s (per round) | CPU µs/request | Non-2xx |

@@ -1,7 +1,14 @@
--- A gzip batch of 100 app events per request with a fresh X-Batch-Id each time.
+-- A gzip batch of 100 app events per request with a fresh X-Batch-Id each time, from a
+-- pool of devices: each device has its own address (so its own visitor) and its own
+-- session id (its body, from BATCH_FILE at the offsets listed in BATCH_FILE.idx).
 local f = assert(io.open(os.getenv("BATCH_FILE"), "rb"))
-wrk.body = f:read("*all")
+local data = f:read("*all")
 f:close()
+local bodies = {}
+for line in io.lines(os.getenv("BATCH_FILE") .. ".idx") do
+  local off, len = line:match("(%d+) (%d+)")
+  bodies[#bodies + 1] = data:sub(tonumber(off) + 1, tonumber(off) + tonumber(len))
+end
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Content-Encoding"] = "gzip"
@@ -14,8 +21,7 @@ local function hex(n)
 end
 request = function()
   wrk.headers["X-Batch-Id"] = hex(8) .. "-" .. hex(4) .. "-4" .. hex(3) .. "-a" .. hex(3) .. "-" .. hex(12)
-  -- A visitor from a pool of 50,000: visits of several events, as on a real site.
-  local v = math.random(1, 50000)
+  local v = math.random(1, #bodies)
   wrk.headers["X-Forwarded-For"] = "10." .. (v % 200) .. "." .. (math.floor(v / 200) % 250) .. ".7"
-  return wrk.format()
+  return wrk.format(nil, nil, nil, bodies[v])
 end
