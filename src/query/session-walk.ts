@@ -6,6 +6,7 @@
 // of session ids, so the index that finds a session's other stretches stays in cache.
 
 import type { Chunk } from "../store/chunk.ts";
+import { sessionTimeOrder } from "../store/order.ts";
 import { compile, type Budget, type Compiled, type ScanOptions } from "./scan.ts";
 import { IdIndex } from "./id-index.ts";
 
@@ -205,13 +206,16 @@ function stretches(c: Chunk, plan: Compiled, o: ScanOptions): Part {
       x = y;
     }
   } else {
-    // The head: rows of passing contexts, by session, then time, then row.
-    const rows: number[] = [];
-    for (let i = 0; i < c.n; i++) if (plan.ctxOk[c.ctx[i]!]) rows.push(i);
-    const ts = c.ts;
+    // The head: rows of passing contexts, by session, then time, then row, as a partition
+    // is written (no comparator sort over every row of a head of a million events).
+    const taken: number[] = [];
+    for (let i = 0; i < c.n; i++) if (plan.ctxOk[c.ctx[i]!]) taken.push(i);
+    const rowsTaken = Uint32Array.from(taken);
+    const pos = sessionTimeOrder([{ chunk: c, rows: rowsTaken }]).order;
+    const rows = new Uint32Array(pos.length);
+    for (let k = 0; k < pos.length; k++) rows[k] = rowsTaken[pos[k]!]!;
     const ctx = c.ctx;
-    rows.sort((a, b) => session[ctx[a]!]! - session[ctx[b]!]! || ts[a]! - ts[b]! || a - b);
-    order = Uint32Array.from(rows);
+    order = rows;
     for (let q = 0; q < rows.length; ) {
       const id = session[ctx[rows[q]!]!]!;
       let e = q + 1;
