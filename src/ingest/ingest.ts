@@ -234,22 +234,21 @@ export class Ingest {
   private decodeBody(body: Uint8Array, gzip: boolean, app: number, now: number): string {
     let bytes = body;
     if (gzip) {
+      const tooLarge = () => {
+        this.count(app, now, "too_large");
+        return refuse("too_large", "body_too_large", `The body is over ${MAX_BATCH_BYTES} bytes after decompression; split the batch.`);
+      };
       try {
         // Deflate expands at most 1032 to 1, so a body this small cannot inflate past about
         // 16 MiB: Bun's own gunzip (twice as fast as node:zlib's stream) is safe there, with
         // the bound checked after. Larger bodies go through node:zlib, which stops at it.
-        if (body.length <= NATIVE_GUNZIP_MAX) {
-          bytes = Bun.gunzipSync(body as Uint8Array<ArrayBuffer>);
-          if (bytes.length > MAX_BATCH_BYTES) throw Object.assign(new Error("too large"), { code: "ERR_BUFFER_TOO_LARGE" });
-        } else bytes = gunzipSync(body, { maxOutputLength: MAX_BATCH_BYTES });
+        bytes = body.length <= NATIVE_GUNZIP_MAX ? Bun.gunzipSync(body as Uint8Array<ArrayBuffer>) : gunzipSync(body, { maxOutputLength: MAX_BATCH_BYTES });
       } catch (e) {
-        if ((e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
-          this.count(app, now, "too_large");
-          throw refuse("too_large", "body_too_large", `The body is over ${MAX_BATCH_BYTES} bytes after decompression; split the batch.`);
-        }
+        if ((e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge();
         this.count(app, now, "malformed");
         throw refuse("invalid", "malformed_batch", "The body is not valid gzip.");
       }
+      if (bytes.length > MAX_BATCH_BYTES) throw tooLarge();
     }
     try {
       return dec.decode(bytes);

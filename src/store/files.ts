@@ -59,7 +59,7 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
           continue;
         }
         for (const [hour, js] of propsByHour(p.rows, p.n)) {
-          bucket(hour).sp.set(key, { n: js.length, rows: pickU32(p.rows, js), codes: Uint32Array.from(js, (j) => p.codes[j]!), dict: p.dict });
+          bucket(hour).sp.set(key, { n: js.length, rows: pickU32(p.rows, js), codes: pickU32(p.codes, js), dict: p.dict });
         }
       }
       for (const [key, p] of h.np) {
@@ -90,8 +90,8 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
   return written;
 }
 
-/** from[at[k]] for every k (one function per array type: each stays monomorphic). */
-function pickU32(from: Uint32Array, at: number[]): Uint32Array {
+/** from[at[k]] for every k (one function per output type; a head's codes and rows are both Uint32Array). */
+function pickU32(from: ArrayLike<number>, at: number[]): Uint32Array {
   const out = new Uint32Array(at.length);
   for (let k = 0; k < at.length; k++) out[k] = from[at[k]!]!;
   return out;
