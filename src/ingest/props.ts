@@ -26,7 +26,7 @@ export const PERSONAL_KEYS = new Set([
 ]);
 const SUFFIXES = ["email", "phone", "phonenumber", "ipaddress", "deviceid", "password", "token", "address", "userid", "lastname", "firstname", "fullname", "username"];
 
-export function isPersonalKey(key: string): boolean {
+function isPersonalKey(key: string): boolean {
   const k = key.toLowerCase().replace(/[^a-z0-9]/g, "");
   if (PERSONAL_KEYS.has(k)) return true;
   for (const s of SUFFIXES) if (k.length > s.length && k.endsWith(s)) return true;

@@ -53,12 +53,6 @@ export class Sessions {
   lpc = new Int32Array(1024);
   lpi = new Int32Array(1024);
 
-  /** Room for one more session; returns its position. */
-  add(): number {
-    if (this.n === this.id.length) this.reserve(this.n * 2);
-    return this.n++;
-  }
-
   /** Room for `size` sessions in all (arrays grow once, not by doubling). */
   reserve(size: number) {
     if (size > this.id.length) {
