@@ -5,9 +5,13 @@
 // Run: bun bench/query.ts [events=10000000] [days=30]   (writes the "query" section of bench/RESULTS.md;
 // RUNS=n times each query n times, default 5; SECTION=name writes another section, e.g. query-100m;
 // DUCKDB_MEMORY=8GB caps DuckDB's memory (it spills to a temp directory past it), so that both
-// sides fit one 24 GiB machine at 100 M events: DuckDB's default is 80% of the RAM)
+// sides fit one 24 GiB machine at 100 M events: DuckDB's default is 80% of the RAM).
+// BENCH_DATA=/some/dir keeps the generated data set there and reuses it on the next run with
+// the same events and days (generating 100 M events takes about 40 minutes); without it the
+// data goes to a temporary directory, removed at the end. GENERATE_ONLY=1 with BENCH_DATA stops
+// once the data set is ready.
 
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -39,19 +43,37 @@ const DAYS = Number(process.argv[3] ?? 30);
 const RUNS = Number(process.env.RUNS ?? 5);
 const SECTION = process.env.SECTION ?? "query";
 const BUDGET_MS = 9000; // the server's default SEXTANT_QUERY_BUDGET_MS: slower queries answer 422 there
-const dir = mkdtempSync(join(tmpdir(), "sextant-bench-query-"));
+const KEEP = process.env.BENCH_DATA;
+const dir = KEEP ?? mkdtempSync(join(tmpdir(), "sextant-bench-query-"));
 const base = { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" as const, memoryMb: 16384 };
-
-const setup = await startServer(loadConfig([], {}, base));
-const db0 = setup.services.db;
-const u = ensureUser(db0, "bench@example.com", Date.now());
-const { id: orgId } = createOrg(db0, u.id, "Bench", Date.now());
-const appId = createApp(db0, { kind: "user", userId: u.id, sessionId: "" }, { org_id: orgId, kind: "web", name: "Site", origins: ["https://example.com"] }, Date.now()).app.id;
-await setup.stop();
-const end = Date.now();
-await runGenerate(loadConfig([], {}, { ...base, flushEvents: 2_000_000 }), { app: appId, events: EVENTS, days: DAYS, seed: 11, now: end });
+const metaFile = join(dir, "bench-meta.json");
+type Meta = { appId: number; end: number; events: number; days: number };
+const kept: Meta | null = KEEP && existsSync(metaFile) ? JSON.parse(readFileSync(metaFile, "utf8")) : null;
+if (kept && (kept.events !== EVENTS || kept.days !== DAYS)) throw new Error(`${dir} holds ${kept.events} events over ${kept.days} days: use another BENCH_DATA`);
+let appId: number;
+let end: number;
+if (kept) {
+  ({ appId, end } = kept);
+  console.log(`reusing ${fmt(EVENTS)} events in ${dir}`);
+} else {
+  if (KEEP) mkdirSync(dir, { recursive: true });
+  const setup = await startServer(loadConfig([], {}, base));
+  const db0 = setup.services.db;
+  const u = ensureUser(db0, "bench@example.com", Date.now());
+  const { id: orgId } = createOrg(db0, u.id, "Bench", Date.now());
+  appId = createApp(db0, { kind: "user", userId: u.id, sessionId: "" }, { org_id: orgId, kind: "web", name: "Site", origins: ["https://example.com"] }, Date.now()).app.id;
+  await setup.stop();
+  end = Date.now();
+  await runGenerate(loadConfig([], {}, { ...base, flushEvents: 2_000_000 }), { app: appId, events: EVENTS, days: DAYS, seed: 11, now: end });
+}
 const storage = openStorage(loadConfig([], {}, base), createLogger("silent"), Date.now, BUILTIN_PLANS);
 await storage.store.compactBefore(new Date(end + 86_400_000).toISOString().slice(0, 10));
+if (KEEP && !kept) writeFileSync(metaFile, JSON.stringify({ appId, end, events: EVENTS, days: DAYS } satisfies Meta));
+if (KEEP && process.env.GENERATE_ONLY) {
+  // Only prepare the kept data set (e.g. ahead of a quiet machine for the timed part).
+  await storage.close({ abort: true });
+  process.exit(0);
+}
 const store = storage.store;
 const runner = new QueryRunner({ store, now: () => end, budgetMs: 600_000, maxWaiting: 100 });
 const window = resolveWindow(new Date(end - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10), new Date(end).toISOString().slice(0, 10), end);
@@ -158,7 +180,8 @@ for (const r of exact) {
 }
 const cacheBytes = store.cacheStats().bytes;
 await storage.close({ abort: true });
-rmSync(dir, { recursive: true, force: true });
+if (!KEEP) rmSync(dir, { recursive: true, force: true });
+else rmSync(join(dir, "duckdb-tmp"), { recursive: true, force: true });
 
 const mem = process.memoryUsage();
 /** The process's peak resident set (VmHWM), in bytes; the current RSS where /proc is missing. */
