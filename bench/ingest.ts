@@ -106,10 +106,17 @@ const base = `http://127.0.0.1:${PORT}`;
 const bareUrl = `http://127.0.0.1:${BARE_PORT}`;
 await waitFor(`${bareUrl}/`);
 await waitFor(`${base}/healthz`);
-// Warm-up: JIT, caches, the first write-ahead log segment.
-wrk(`${bareUrl}/v1/event`, web, { connections: CONNS, seconds: 2, core: 1, env });
-wrk(`${base}/v1/event`, web, { connections: CONNS, seconds: 2, core: 1, env });
-wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: 2, core: 1, env });
+// Warm-up: JIT, caches, the first write-ahead log segment. The batches' warm-up must span
+// several flushes (one per million events): the partition writer's functions run once per
+// flush, so JSC compiles and recompiles them (FTL, several hundred ms each, on core 0) over
+// the first five or so. With 2 s of warm-up that compiling fell into the first measured
+// round: 165 µs of JIT-thread CPU per batch there, against 12 µs after 25 s of batches
+// (measured 2026-11-22 with BUN_JSC_reportFTLCompileTimes). A server runs for days; the
+// figures are for its steady state.
+const WARM_BATCH_S = Number(process.env.WARM_BATCH_S ?? 20);
+wrk(`${bareUrl}/v1/event`, web, { connections: CONNS, seconds: 3, core: 1, env });
+wrk(`${base}/v1/event`, web, { connections: CONNS, seconds: 5, core: 1, env });
+wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: WARM_BATCH_S, core: 1, env });
 
 interface Measured extends WrkResult {
   cpuPerReqUs: number;
@@ -168,7 +175,7 @@ const body = `## Ingest (bench/ingest.ts)
 
 - Machine: ${machine()}
 - Date: ${new Date().toISOString().slice(0, 10)}
-- Command: \`bun bench/ingest.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). The bare server and Sextant (\`sextant serve\`, JSON request log to a file, every accepted event fsynced by group commit before the answer) both run pinned to core 0; wrk runs pinned to core 1 with ${CONNS} connections, ${SECONDS} s per row. Rows alternate round by round and the table gives medians; the ratio column also lists each round's ratio against the bare run of the same round, since this shared machine's speed drifts by tens of percent between minutes.
+- Command: \`bun bench/ingest.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). The bare server and Sextant (\`sextant serve\`, JSON request log to a file, every accepted event fsynced by group commit before the answer) both run pinned to core 0; wrk runs pinned to core 1 with ${CONNS} connections, ${SECONDS} s per row, after a warm-up of 5 s of web events and ${WARM_BATCH_S} s of batches (the partition writer's code is compiled over its first flushes). Rows alternate round by round and the table gives medians; the ratio column also lists each round's ratio against the bare run of the same round, since this shared machine's speed drifts by tens of percent between minutes.
 - The query load (rows "with query load") is a second wrk with 4 connections reading with an API token, each waiting 50 ms between requests as a busy dashboard would (median ${fmt(median(queryRates))} requests/s). The load cycles through overview (unfiltered and filtered), breakdowns, live and usage of both apps; answers are cached for 30 s except live, which is computed on every request.
 - Load: web events from a pool of 50,000 visitor addresses (one new address per request would make every event a new visit); batches from 5,000 devices, each with its own address and its own session id (until 2026-11-22 every batch carried one fixed session id).
 - CPU µs/request: the server process's user+system CPU time over the row divided by the requests it answered (steadier than throughput on a noisy host).
