@@ -158,6 +158,10 @@ export class HeadChunk implements Chunk {
   private byPair = new Map<number, number[]>();
   private lastDims: object | null = null;
   private lastCtx = -1;
+  // The context columns and dictionaries in CTX_DIMS order: indexed by number in the
+  // per-event loops (a lookup by a changing property name is the engine's slow path).
+  private dimList = CTX_DIMS.map((d) => this.dims[d]);
+  private dictList = CTX_DIMS.map((d) => this.dicts[d]);
 
   constructor(readonly app: number) {}
 
@@ -215,11 +219,15 @@ export class HeadChunk implements Chunk {
       this.visitor = grow(this.visitor, c + 1);
       this.debug = grow(this.debug, c + 1);
       for (const d of CTX_DIMS) this.dims[d] = grow(this.dims[d], c + 1);
+      this.dimList = CTX_DIMS.map((d) => this.dims[d]);
     }
     this.session[c] = e.session;
     this.visitor[c] = e.visitor;
     this.debug[c] = e.debug ? 1 : 0;
-    for (const d of CTX_DIMS) this.dims[d][c] = this.dicts[d].code(e.dims[d]);
+    const cols = this.dimList;
+    const dicts = this.dictList;
+    const v = e.dims;
+    for (let k = 0; k < cols.length; k++) cols[k]![c] = dicts[k]!.code(v[CTX_DIMS[k]!]);
     if (list) list.push(c);
     else this.byPair.set(key, [c]);
     return this.remember(c, e);
@@ -233,7 +241,10 @@ export class HeadChunk implements Chunk {
 
   private sameContext(c: number, e: StoredEvent): boolean {
     if (this.session[c] !== e.session || this.visitor[c] !== e.visitor || this.debug[c] !== (e.debug ? 1 : 0)) return false;
-    for (const d of CTX_DIMS) if (this.dicts[d].values[this.dims[d][c]!] !== e.dims[d]) return false;
+    const dicts = this.dictList;
+    const cols = this.dimList;
+    const v = e.dims;
+    for (let k = 0; k < dicts.length; k++) if (dicts[k]!.values[cols[k]![c]!] !== v[CTX_DIMS[k]!]) return false;
     return true;
   }
 
