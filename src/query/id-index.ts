@@ -1,4 +1,7 @@
-// A map from session id (a 53-bit number) to a small integer, for the session walks.
+// A map from session id (a 53-bit number) to a small integer, for the session walks, and
+// dense visitor numbers per chunk for distinct counts.
+
+import { derive, type Chunk } from "../store/chunk.ts";
 
 const bits = new Float64Array(1);
 const words = new Uint32Array(bits.buffer);
@@ -46,4 +49,30 @@ export class IdIndex {
       this.vals[h] = vals[i]!;
     }
   }
+}
+
+/**
+ * Each context's visitor as a small dense number (0 .. n-1), kept with a partition: a
+ * distinct count of visitors over one chunk is then marks in a byte array, not a hash set
+ * of 53-bit numbers per row.
+ */
+export function visitorCodes(c: Chunk): { codes: Int32Array; n: number } {
+  return derive(
+    c,
+    "ids.visitor",
+    () => {
+      const index = new IdIndex();
+      const codes = new Int32Array(c.nctx);
+      let n = 0;
+      for (let x = 0; x < c.nctx; x++) {
+        const id = c.visitor[x]!;
+        const s = index.slot(id);
+        let v = index.get(s);
+        if (v < 0) index.put(s, id, (v = n++));
+        codes[x] = v;
+      }
+      return { codes, n };
+    },
+    (v) => v.codes.byteLength + 64,
+  );
 }

@@ -124,6 +124,8 @@ describe("stats against the reference", () => {
     const all = await get<{ string_properties: { key: string; values: { value: string; count: number }[] }[] }>(`/apps/${app.appId}/events/purchase?${qs([])}`);
     const plans = new Map<string, number>();
     for (const e of evs) if (e.sp.plan) plans.set(e.sp.plan, (plans.get(e.sp.plan) ?? 0) + 1);
+    // Only keys this event has values for (other events' keys are not listed, empty).
+    expect(all.string_properties.filter((p) => p.values.length === 0)).toEqual([]);
     expect(all.string_properties.find((p) => p.key === "plan")?.values).toEqual([...plans].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)));
   });
 

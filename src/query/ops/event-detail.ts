@@ -5,6 +5,7 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
 import { codeReader, overlapsAnother, scan } from "../scan.ts";
 import { DAY_MS, median } from "../sessions.ts";
+import { visitorCodes } from "../id-index.ts";
 import type { Chunk } from "../../store/chunk.ts";
 
 export const TOP_VALUES = 10;
@@ -21,8 +22,9 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
   const filters = [...q.filters.filter((f) => f.dim !== "name"), { dim: "name", values: [name] }];
   const opts = scanOptions({ ...q, filters }, startMs, endMs);
   // One point per day of the window, found by arithmetic (the window starts at UTC midnight).
-  // sessionRuns: sessions counted without a set, on days held by one sorted chunk only.
-  const series = windowDays(q).map((d) => ({ day: d, events: 0, sessionRuns: 0, sessions: new Set<number>(), users: new Set<number>() }));
+  // sessionRuns, userMarks: sessions and users counted without a set, on days held by one
+  // chunk only (a compacted day: the common case).
+  const series = windowDays(q).map((d) => ({ day: d, events: 0, sessionRuns: 0, userMarks: 0, sessions: new Set<number>(), users: new Set<number>() }));
   const text = new Map<string, Map<string, number>>();
   const nums = new Map<string, number[]>();
   const groups = new Map<string, number[]>();
@@ -33,9 +35,15 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
     // A context is one session and visitor: once added for a day, its later rows that day add nothing.
     const lastDay = new Int32Array(c.nctx).fill(-1);
     const ts = c.ts;
+    const alone = !overlapsAnother(c, chunks, DAY_MS, startMs);
     // Rows sorted by session and no other chunk on these days: a (session, day) is new
     // exactly when it differs from the previous passing row's.
-    const runs = c.sortedBySession === true && !overlapsAnother(c, chunks, DAY_MS, startMs);
+    const runs = c.sortedBySession === true && alone;
+    // One day, and no other chunk on it: the day's users are this chunk's distinct
+    // visitors, marked by their dense numbers.
+    const oneDay = alone && Math.floor((c.minTs - startMs) / DAY_MS) === Math.floor((c.maxTs - startMs) / DAY_MS);
+    const vc = oneDay ? visitorCodes(c) : null;
+    const marks = vc ? new Uint8Array(vc.n) : null;
     let prevSession = NaN;
     let prevDay = -1;
     scan([c], opts, (cc, i, x) => {
@@ -52,16 +60,31 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
         prevSession = session;
         prevDay = d;
       } else p.sessions.add(session);
-      p.users.add(cc.visitor[x]!);
+      if (marks) {
+        const v = vc!.codes[x]!;
+        if (!marks[v]) {
+          marks[v] = 1;
+          p.userMarks++;
+        }
+      } else p.users.add(cc.visitor[x]!);
     }, q.budget);
     if (!rows) continue;
     for (const [key, sp] of c.sp) {
       if (property && key !== property) continue;
-      const m = text.get(key) ?? text.set(key, new Map()).get(key)!;
+      // Counted per dictionary code first: one string lookup per value, not per row.
+      const perCode = new Float64Array(sp.dict.values.length);
+      let any = false;
       for (let j = 0; j < sp.n; j++) {
         if (!picked[sp.rows[j]!]) continue;
-        const v = sp.dict.values[sp.codes[j]!]!;
-        m.set(v, (m.get(v) ?? 0) + 1);
+        perCode[sp.codes[j]!]!++;
+        any = true;
+      }
+      if (!any) continue;
+      const m = text.get(key) ?? text.set(key, new Map()).get(key)!;
+      for (let k = 0; k < perCode.length; k++) {
+        if (!perCode[k]) continue;
+        const v = sp.dict.values[k]!;
+        m.set(v, (m.get(v) ?? 0) + perCode[k]!);
       }
     }
     for (const [key, np] of c.np) {
@@ -82,7 +105,7 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   return {
     name,
-    series: series.map((p) => ({ day: p.day, events: p.events, sessions: p.sessionRuns + p.sessions.size, users: p.users.size })),
+    series: series.map((p) => ({ day: p.day, events: p.events, sessions: p.sessionRuns + p.sessions.size, users: p.userMarks + p.users.size })),
     string_properties: [...text]
       .map(([key, m]) => ({
         key,
