@@ -77,7 +77,7 @@ if (KEEP && process.env.GENERATE_ONLY) {
 const store = storage.store;
 const runner = new QueryRunner({ store, now: () => end, budgetMs: 600_000, maxWaiting: 100 });
 const window = resolveWindow(new Date(end - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10), new Date(end).toISOString().slice(0, 10), end);
-const budget = { check() {} };
+let budget: { check(): void } = { check() {} };
 const ctx = (filters: Filter[] = []) => runner.context(appId, "web", window, false, filters, budget);
 // Warm: decode every partition once (both sides then read from memory / OS cache), and run
 // the rollup job once, as the server does every minute.
@@ -156,11 +156,29 @@ const cases: [string, () => unknown, string, number][] = [
 ];
 
 const rows: string[] = [];
-let overBudget = 0;
+const overBudget: string[] = [];
 for (const [label, ours, q, target] of cases) {
   const a = await time(ours);
   const b = await time(sql(q));
-  if (a > BUDGET_MS) overBudget++;
+  if (a > BUDGET_MS) {
+    // Once more under the server's budget, checked as the runner checks it (per chunk):
+    // how long until the 422 answer.
+    const started = performance.now();
+    budget = {
+      check() {
+        if (performance.now() - started > BUDGET_MS) throw new Error("over budget");
+      },
+    };
+    let answered = "answered";
+    try {
+      await ours();
+    } catch (e) {
+      if ((e as Error).message !== "over budget") throw e;
+      answered = "422";
+    }
+    budget = { check() {} };
+    overBudget.push(`${label}: ${answered} after ${fmt(performance.now() - started, 0)} ms`);
+  }
   rows.push(`| ${label} | ${fmt(a, 1)} | ${fmt(b, 1)} | ${fmt(a / b, 2)}x | ≤ ${target}x | ${a / b <= target ? "met" : "not met"} |`);
   console.log(rows.at(-1));
 }
@@ -204,6 +222,6 @@ ${rows.join("\n")}
 
 Daily unique visitors (days with ≥ 1,000 visitors, ${n} days): rollups (HyperLogLog p=14 past 2,048) mean error ${fmt((oursErr / Math.max(1, n)) * 100, 2)}% against exact counts; DuckDB's approx_count_distinct ${fmt((duckErr / Math.max(1, n)) * 100, 2)}%.
 
-Memory (one process holding Sextant's decoded columns and DuckDB): RSS at the end ${fmt(mem.rss / 2 ** 20)} MiB, peak ${fmt(peakRss() / 2 ** 20)} MiB; JS heap ${fmt(mem.heapUsed / 2 ** 20)} MiB; Sextant's decoded cache ${fmt(cacheBytes / 2 ** 20)} MiB. ${overBudget ? `${overBudget} endpoint(s) took longer than the server's 9 s query budget: served over HTTP they answer 422 (narrow the dates or filters).` : "Every endpoint finished within the server's 9 s query budget."}`;
+Memory (one process holding Sextant's decoded columns and DuckDB): RSS at the end ${fmt(mem.rss / 2 ** 20)} MiB, peak ${fmt(peakRss() / 2 ** 20)} MiB; JS heap ${fmt(mem.heapUsed / 2 ** 20)} MiB; Sextant's decoded cache ${fmt(cacheBytes / 2 ** 20)} MiB. ${overBudget.length ? `${overBudget.length} endpoint(s) took longer than the server's 9 s query budget; run again under that budget, checked as the server checks it (a 422 asks to narrow the dates or filters): ${overBudget.join("; ")}.` : "Every endpoint finished within the server's 9 s query budget."}`;
 writeSection(SECTION, body);
 console.log(body);
