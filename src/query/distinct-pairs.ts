@@ -7,6 +7,7 @@ import { scan } from "./scan.ts";
 import { DAY_MS } from "./sessions.ts";
 import type { Chunk } from "../store/chunk.ts";
 import { DomainError } from "../domain/errors.ts";
+import { denseIds } from "./id-index.ts";
 
 /** Values (across chunks) are numbered below this; pairs are (owner, day) * VALUE_SPAN + value. */
 const VALUE_SPAN = 2 ** 21;
@@ -36,12 +37,11 @@ export class DistinctPairs {
   /**
    * `isolated`: every pair this chunk has is in no other chunk (users, and no other chunk
    * has events on this one's days: compacted days): its pairs are counted in a set of its
-   * own with small keys (a local owner index, day and code), and summed per value.
+   * own with small keys (its dense owner id, day and code), and summed per value.
    * Otherwise into the shared set.
    */
   chunk(c: Chunk, r: { code: (i: number, x: number) => number; values: readonly string[] }, isolated: boolean) {
     const ncodes = r.values.length;
-    const ownerOf = new Float64Array(c.nctx).fill(-1);
     const lastCode = new Int32Array(c.nctx).fill(-1);
     const lastDay = new Int32Array(c.nctx).fill(-1);
     const startMs = this.q.window.startMs;
@@ -49,47 +49,49 @@ export class DistinctPairs {
     // Sessions are counted once whatever the day: one "day" for them.
     const day0 = this.byUser ? Math.floor((c.minTs - startMs) / DAY_MS) : 0;
     const days = this.byUser ? Math.floor((c.maxTs - startMs) / DAY_MS) - day0 + 1 : 1;
-    const localOwners = new Map<number, number>();
-    // The chunk's pairs as bits (owner, day, code) when that fits in 32 MB (owners are at
-    // most its contexts); a set of numbers otherwise, about ten times slower per pair.
-    const nbits = c.nctx * days * ncodes;
+    // On its own, a chunk's owners are its dense ids (kept with a partition), not numbered
+    // here through a Map of 53-bit numbers.
+    const dense = isolated ? denseIds(c, this.byUser ? "visitor" : "session") : null;
+    // The chunk's pairs as bits (owner, day, code) when that fits in 32 MB; a set of
+    // numbers otherwise, about ten times slower per pair.
+    const nbits = (dense ? dense.n : c.nctx) * days * ncodes;
     const bits = nbits <= 1 << 28 ? new Int32Array((nbits + 31) >>> 5) : null;
     const localSeen = new Set<number>();
     const perCode = new Float64Array(ncodes);
     const global = isolated ? null : this.globalCodes(r.values);
+    const ownerOf = global ? new Float64Array(c.nctx).fill(-1) : null;
     const visit = (cc: Chunk, i: number, x: number) => {
       const code = r.code(i, x);
       const d = this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0;
       if (lastCode[x] === code && lastDay[x] === d) return;
       lastCode[x] = code;
       lastDay[x] = d;
-      let o = ownerOf[x]!;
-      const owners = global ? this.owners : localOwners;
-      if (o < 0) {
-        const id = ids[x]!;
-        let k = owners.get(id);
-        if (k === undefined) owners.set(id, (k = owners.size));
-        ownerOf[x] = o = k;
-      }
-      if (global) {
-        const g = global[code]!;
-        const key = (o * this.days + d + day0) * VALUE_SPAN + g;
-        if (this.seen.has(key)) return;
-        this.seen.add(key);
-        this.counts[g]!++;
+      if (!global) {
+        const key = (dense!.codes[x]! * days + d) * ncodes + code;
+        if (bits) {
+          const w = key >>> 5;
+          const m = 1 << (key & 31);
+          if (bits[w]! & m) return;
+          bits[w] = bits[w]! | m;
+        } else {
+          if (localSeen.has(key)) return;
+          localSeen.add(key);
+        }
+        perCode[code]!++;
         return;
       }
-      const key = (o * days + d) * ncodes + code;
-      if (bits) {
-        const w = key >>> 5;
-        const m = 1 << (key & 31);
-        if (bits[w]! & m) return;
-        bits[w] = bits[w]! | m;
-      } else {
-        if (localSeen.has(key)) return;
-        localSeen.add(key);
+      let o = ownerOf![x]!;
+      if (o < 0) {
+        const id = ids[x]!;
+        let k = this.owners.get(id);
+        if (k === undefined) this.owners.set(id, (k = this.owners.size));
+        ownerOf![x] = o = k;
       }
-      perCode[code]!++;
+      const g = global[code]!;
+      const key = (o * this.days + d + day0) * VALUE_SPAN + g;
+      if (this.seen.has(key)) return;
+      this.seen.add(key);
+      this.counts[g]!++;
     };
     scan([c], this.opts, visit, this.q.budget);
     if (!global) {
