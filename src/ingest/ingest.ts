@@ -240,9 +240,13 @@ export class Ingest {
       };
       try {
         // Deflate expands at most 1032 to 1, so a body this small cannot inflate past about
-        // 16 MiB: Bun's own gunzip (twice as fast as node:zlib's stream) is safe there, with
-        // the bound checked after. Larger bodies go through node:zlib, which stops at it.
-        bytes = body.length <= NATIVE_GUNZIP_MAX ? Bun.gunzipSync(body as Uint8Array<ArrayBuffer>) : gunzipSync(body, { maxOutputLength: MAX_BATCH_BYTES });
+        // 16 MiB: Bun's own gunzip (twice as fast as node:zlib's stream; with libdeflate,
+        // 12 µs against zlib's 15 for a batch of 100) is safe there, with the bound checked
+        // after. Larger bodies go through node:zlib, which stops at it.
+        bytes =
+          body.length <= NATIVE_GUNZIP_MAX
+            ? Bun.gunzipSync(body as Uint8Array<ArrayBuffer>, { library: "libdeflate" })
+            : gunzipSync(body, { maxOutputLength: MAX_BATCH_BYTES });
       } catch (e) {
         if ((e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge();
         this.count(app, now, "malformed");
