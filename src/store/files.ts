@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { Logger } from "../log.ts";
 import { dateDir, partitionName, type Partition } from "./catalog.ts";
 import { CTX_DIMS, Dict, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
-import { readPartition, writePartition, type RowSource } from "./parquet.ts";
+import { FLUSH_ZSTD_LEVEL, readPartition, writePartition, type RowSource } from "./parquet.ts";
 import { dayOf, dayText, DAY_MS } from "./rollups.ts";
 import { writeAtomic } from "./atomic.ts";
 
@@ -76,7 +76,7 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
         const date = dayText(dayOf(start));
         const hh = new Date(start).getUTCHours();
         const file = join(dateDir(dir, h.app, date), partitionName(hh, tag));
-        const { bytes, chunk } = writePartition([{ chunk: h, rows: Uint32Array.from(rows), props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag }, { decoded: true });
+        const { bytes, chunk } = writePartition([{ chunk: h, rows: Uint32Array.from(rows), props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag }, { decoded: true, level: FLUSH_ZSTD_LEVEL });
         // Tags are unique per checkpoint: an existing file would mean overwriting events.
         if (existsSync(file)) throw new Error(`partition ${file} exists already`);
         writeAtomic(file, bytes);

@@ -25,7 +25,13 @@ import { writeColumns, type ColumnValues } from "./parquet-columns.ts";
 import { sessionTimeOrder } from "./order.ts";
 import { STRING_DIMS } from "./event.ts";
 
+/** zstd level of day files (compaction), which are kept: smaller files, slower to write. */
 export const ZSTD_LEVEL = 6;
+/**
+ * zstd level of hourly flush files: they live until their day is compacted, and a flush
+ * runs on the core that answers ingest, so it compresses fast rather than small.
+ */
+export const FLUSH_ZSTD_LEVEL = 1;
 /** Property columns per file; keys past this (by frequency) go to props_json. */
 export const MAX_PROP_COLUMNS = 400;
 
@@ -50,9 +56,7 @@ export interface RowSource {
   props?: { sp: Map<string, StringProp>; np: Map<string, NumberProp> };
 }
 
-const compressors = {
-  ZSTD: (input: Uint8Array) => Bun.zstdCompressSync(input, { level: ZSTD_LEVEL }),
-};
+const zstdAt = (level: number) => (input: Uint8Array) => Bun.zstdCompressSync(input, { level });
 const decompressors = {
   ZSTD: (input: Uint8Array) => new Uint8Array(Bun.zstdDecompressSync(input)),
 };
@@ -148,7 +152,7 @@ function rowColumns(
 export function writePartition(
   sources: RowSource[],
   meta: Omit<PartitionMeta, "version" | "rows" | "minTs" | "maxTs">,
-  opts: { decoded?: boolean } = {},
+  opts: { decoded?: boolean; level?: number } = {},
 ): { bytes: Uint8Array; meta: PartitionMeta; chunk?: Chunk } {
   const { total, nctx, ctxBase, groupOf, groupStart, members, src, row, ts, used, order } = sessionTimeOrder(sources);
 
@@ -279,7 +283,7 @@ export function writePartition(
   }
 
   const full: PartitionMeta = { version: 1, ...meta, rows: total, minTs: total ? minTs : 0, maxTs: total ? maxTs : 0 };
-  const bytes = writeColumns(total, cols, [{ key: "sextant", value: JSON.stringify(full) }], compressors.ZSTD);
+  const bytes = writeColumns(total, cols, [{ key: "sextant", value: JSON.stringify(full) }], zstdAt(opts.level ?? ZSTD_LEVEL));
   if (!opts.decoded) return { bytes, meta: full };
   // The same chunk reading the file back would give, from the columns at hand.
   const chunk = chunkFromRows({
