@@ -35,7 +35,7 @@ export class QueryRunner {
       debug,
       filters,
       now: this.o.now(),
-      chunks: (from, to) => this.o.store.chunks(app, from, to),
+      chunks: (from, to) => this.o.store.chunks(app, from, to, () => budget.check(0)),
       rollups: this.o.store.rollups,
       live: this.o.store.live,
       budget,

@@ -394,12 +394,17 @@ function readColumnData(bytes: Uint8Array, md: ReturnType<typeof parquetMetadata
 }
 
 /** Decodes a partition into a Chunk (contexts rebuilt from runs of equal values). */
-export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: PartitionMeta } {
+export function readPartition(bytes: Uint8Array, check?: () => void): { chunk: Chunk; meta: PartitionMeta } {
   const md = parquetMetadata(bytes);
   const meta = partitionMeta(bytes);
   const n = Number(md.num_rows);
   const names = md.schema.slice(1).map((e: { name: string }) => e.name);
-  const col = (name: string) => readColumnData(bytes, md, name, n);
+  // `check` may throw between columns: a day of 100 M events decodes for seconds, and a
+  // query's time budget must hold while the cache is cold.
+  const col = (name: string) => {
+    check?.();
+    return readColumnData(bytes, md, name, n);
+  };
   const ts = (col("ts") as { vals: Float64Array }).vals;
   const nameCol = col("name") as { codes: Uint32Array; dict: Dict };
   const path = col("pathname") as { codes: Uint32Array; dict: Dict };
@@ -416,6 +421,7 @@ export function readPartition(bytes: Uint8Array): { chunk: Chunk; meta: Partitio
     else if (cname.startsWith("np.")) np.push([cname.slice(3), col(cname) as { vals: Float64Array; present: Uint8Array }]);
     else if (cname === "props_json") overflow = col(cname) as { codes: Uint32Array; dict: Dict; present: Uint8Array };
   }
+  check?.();
   const chunk = chunkFromRows({ app: meta.app, n, ts, name: nameCol, pathname: path, session: sessionRow, visitor: visitorRow, debug: debugRow, dims: dimRows, sp, np, overflow });
   return { chunk, meta };
 }

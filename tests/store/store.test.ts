@@ -44,6 +44,36 @@ describe("event store", () => {
     expect(canonical(again.events(2))).toEqual(canonical(b));
   });
 
+  test("a query's budget holds while a cold cache decodes: checked between columns, and what was decoded stays", async () => {
+    const dir = tmp();
+    const s = mk(dir);
+    const evs = randomEvents(4, 3000, { seed: 4, start: Date.UTC(2026, 10, 1), spanMs: 2 * DAY_MS });
+    s.append(evs);
+    await flush(s, 10);
+    const cold = mk(dir);
+    const parts = cold.open(10).partitions;
+    expect(parts).toBeGreaterThan(4);
+    // Checks made by a full decode, counted on a store of its own.
+    let calls = 0;
+    const counter = mk(dir);
+    counter.open(10);
+    counter.chunks(4, -Infinity, Infinity, () => void calls++);
+    const perPartition = calls / parts;
+    expect(perPartition).toBeGreaterThan(10); // columns, then the chunk: not once per file
+    // Over budget part way into the third partition: a throw, two partitions kept.
+    let n = 0;
+    const stopAfter = (k: number) => () => {
+      if (++n > k) throw new Error("over budget");
+    };
+    expect(() => cold.chunks(4, -Infinity, Infinity, stopAfter(2 * perPartition + 3))).toThrow("over budget");
+    expect(cold.cacheStats().files).toBe(2);
+    // The same query again goes further, then all the way, with the same events.
+    n = 0;
+    expect(() => cold.chunks(4, -Infinity, Infinity, stopAfter(2 * perPartition + 3))).toThrow("over budget");
+    expect(cold.cacheStats().files).toBe(4);
+    expect(canonical(cold.events(4))).toEqual(canonical(evs));
+  });
+
   test("compaction merges a day's files into one, sources gone, events unchanged", async () => {
     const dir = tmp();
     const s = mk(dir);
