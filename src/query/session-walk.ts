@@ -5,7 +5,7 @@
 // hour, or partly in the head) are gathered and sorted. Sessions are met bucket by bucket
 // of session ids, so the index that finds a session's other stretches stays in cache.
 
-import type { Chunk } from "../store/chunk.ts";
+import { derive, type Chunk } from "../store/chunk.ts";
 import { sessionTimeOrder } from "../store/order.ts";
 import { compile, type Budget, type Compiled, type ScanOptions } from "./scan.ts";
 import { IdIndex } from "./id-index.ts";
@@ -191,20 +191,13 @@ function stretches(c: Chunk, plan: Compiled, o: ScanOptions): Part {
   const from: number[] = [];
   const to: number[] = [];
   if (c.sortedBySession && c.ctxStart) {
-    const start = c.ctxStart;
-    for (let x = 0; x < c.nctx; ) {
-      const id = session[x]!;
-      let y = x + 1;
-      while (y < c.nctx && session[y] === id) y++;
-      let ok = false;
-      for (let z = x; z < y; z++) if (plan.ctxOk[z]) ok = true;
-      if (ok && start[y]! > start[x]!) {
-        ids.push(id);
-        from.push(start[x]!);
-        to.push(start[y]!);
-      }
-      x = y;
-    }
+    // Without filters the stretches depend on the partition and the debug flag only: kept
+    // with it (24 bytes a session), as the sessions walk keeps its folds.
+    const r =
+      o.filters.length === 0 && !o.sessions
+        ? derive(c, o.debug ? "walk.stretches.debug" : "walk.stretches", () => runsOf(c, plan.ctxOk), (v) => 24 * v.n + 64)
+        : runsOf(c, plan.ctxOk);
+    return { c, plan, whole, order: null, ids: r.ids, from: r.from, to: r.to, nranges: r.n, pos: 0 };
   } else {
     // The head: rows of passing contexts, by session, then time, then row, as a partition
     // is written (no comparator sort over every row of a head of a million events).
@@ -227,6 +220,31 @@ function stretches(c: Chunk, plan: Compiled, o: ScanOptions): Part {
     }
   }
   return { c, plan, whole, order, ids: Float64Array.from(ids), from: Uint32Array.from(from), to: Uint32Array.from(to), nranges: ids.length, pos: 0 };
+}
+
+/** A sorted partition's sessions with a passing context, as ranges of rows. */
+function runsOf(c: Chunk, ctxOk: Uint8Array): { ids: Float64Array; from: Uint32Array; to: Uint32Array; n: number } {
+  const session = c.session;
+  const start = c.ctxStart!;
+  const ids = new Float64Array(c.nctx);
+  const from = new Uint32Array(c.nctx);
+  const to = new Uint32Array(c.nctx);
+  let n = 0;
+  for (let x = 0; x < c.nctx; ) {
+    const id = session[x]!;
+    let y = x + 1;
+    while (y < c.nctx && session[y] === id) y++;
+    let ok = false;
+    for (let z = x; z < y; z++) if (ctxOk[z]) ok = true;
+    if (ok && start[y]! > start[x]!) {
+      ids[n] = id;
+      from[n] = start[x]!;
+      to[n] = start[y]!;
+      n++;
+    }
+    x = y;
+  }
+  return { ids: ids.slice(0, n), from: from.slice(0, n), to: to.slice(0, n), n };
 }
 
 function grown(a: Int32Array): Int32Array<ArrayBuffer> {
