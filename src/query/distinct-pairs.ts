@@ -7,7 +7,7 @@ import { scan } from "./scan.ts";
 import { DAY_MS } from "./sessions.ts";
 import type { Chunk } from "../store/chunk.ts";
 import { DomainError } from "../domain/errors.ts";
-import { denseIds } from "./id-index.ts";
+import { denseVisitors } from "./id-index.ts";
 
 /** Values (across chunks) are numbered below this; pairs are (owner, day) * VALUE_SPAN + value. */
 const VALUE_SPAN = 2 ** 21;
@@ -37,7 +37,7 @@ export class DistinctPairs {
   /**
    * `isolated`: every pair this chunk has is in no other chunk (users, and no other chunk
    * has events on this one's days: compacted days): its pairs are counted in a set of its
-   * own with small keys (its dense owner id, day and code), and summed per value.
+   * own with small keys (its dense visitor number, day and code), and summed per value.
    * Otherwise into the shared set.
    */
   chunk(c: Chunk, r: { code: (i: number, x: number) => number; values: readonly string[] }, isolated: boolean) {
@@ -49,16 +49,18 @@ export class DistinctPairs {
     // Sessions are counted once whatever the day: one "day" for them.
     const day0 = this.byUser ? Math.floor((c.minTs - startMs) / DAY_MS) : 0;
     const days = this.byUser ? Math.floor((c.maxTs - startMs) / DAY_MS) - day0 + 1 : 1;
-    // On its own, a chunk's owners are its dense ids (kept with a partition), not numbered
-    // here through a Map of 53-bit numbers.
-    const dense = isolated ? denseIds(c, this.byUser ? "visitor" : "session") : null;
+    // On its own (users only: a session may go on in another chunk), a chunk's owners are
+    // its dense visitor numbers (kept with a partition), not numbered here through a Map of
+    // 53-bit numbers.
+    const local = isolated && this.byUser;
+    const dense = local ? denseVisitors(c) : null;
     // The chunk's pairs as bits (owner, day, code) when that fits in 32 MB; a set of
     // numbers otherwise, about ten times slower per pair.
     const nbits = (dense ? dense.n : c.nctx) * days * ncodes;
     const bits = nbits <= 1 << 28 ? new Int32Array((nbits + 31) >>> 5) : null;
     const localSeen = new Set<number>();
     const perCode = new Float64Array(ncodes);
-    const global = isolated ? null : this.globalCodes(r.values);
+    const global = local ? null : this.globalCodes(r.values);
     const ownerOf = global ? new Float64Array(c.nctx).fill(-1) : null;
     const visit = (cc: Chunk, i: number, x: number) => {
       const code = r.code(i, x);

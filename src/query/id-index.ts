@@ -52,17 +52,17 @@ export class IdIndex {
 }
 
 /**
- * Each context's visitor (or session) as a small dense number (0 .. n-1), kept with a
- * partition: a distinct count over one chunk is then marks in a bit or byte array, not a
- * hash set of 53-bit numbers (a JS Map or Set of them costs hundreds of ns an operation,
- * and a day of 100 M events holds 751,000 contexts).
+ * Each context's visitor as a small dense number (0 .. n-1), kept with a partition: a
+ * distinct count over one chunk is then marks in a bit or byte array, not a hash set of
+ * 53-bit numbers (a JS Map or Set of them costs hundreds of ns an operation, and a day of
+ * 100 M events holds 751,000 contexts).
  */
-export function denseIds(c: Chunk, of: "visitor" | "session"): { codes: Int32Array; n: number } {
+export function denseVisitors(c: Chunk): { codes: Int32Array; n: number } {
   return derive(
     c,
-    `ids.${of}`,
+    "ids.visitor",
     () => {
-      const ids = of === "visitor" ? c.visitor : c.session;
+      const ids = c.visitor;
       const index = new IdIndex();
       const codes = new Int32Array(c.nctx);
       let n = 0;

@@ -185,11 +185,6 @@ function inTimeOrder(s: SessionRows, cs: Chunk[]) {
 /** A chunk's sessions as stretches: runs of contexts in a partition, sorted rows in the head. */
 function stretches(c: Chunk, plan: Compiled, o: ScanOptions): Part {
   const whole = c.minTs >= o.startMs && c.maxTs < o.endMs;
-  const session = c.session;
-  let order: Uint32Array | null = null;
-  const ids: number[] = [];
-  const from: number[] = [];
-  const to: number[] = [];
   if (c.sortedBySession && c.ctxStart) {
     // Without filters the stretches depend on the partition and the debug flag only: kept
     // with it (24 bytes a session), as the sessions walk keeps its folds.
@@ -198,28 +193,30 @@ function stretches(c: Chunk, plan: Compiled, o: ScanOptions): Part {
         ? derive(c, o.debug ? "walk.stretches.debug" : "walk.stretches", () => runsOf(c, plan.ctxOk), (v) => 24 * v.n + 64)
         : runsOf(c, plan.ctxOk);
     return { c, plan, whole, order: null, ids: r.ids, from: r.from, to: r.to, nranges: r.n, pos: 0 };
-  } else {
-    // The head: rows of passing contexts, by session, then time, then row, as a partition
-    // is written (no comparator sort over every row of a head of a million events).
-    const taken: number[] = [];
-    for (let i = 0; i < c.n; i++) if (plan.ctxOk[c.ctx[i]!]) taken.push(i);
-    const rowsTaken = Uint32Array.from(taken);
-    const pos = sessionTimeOrder([{ chunk: c, rows: rowsTaken }]).order;
-    const rows = new Uint32Array(pos.length);
-    for (let k = 0; k < pos.length; k++) rows[k] = rowsTaken[pos[k]!]!;
-    const ctx = c.ctx;
-    order = rows;
-    for (let q = 0; q < rows.length; ) {
-      const id = session[ctx[rows[q]!]!]!;
-      let e = q + 1;
-      while (e < rows.length && session[ctx[rows[e]!]!] === id) e++;
-      ids.push(id);
-      from.push(q);
-      to.push(e);
-      q = e;
-    }
   }
-  return { c, plan, whole, order, ids: Float64Array.from(ids), from: Uint32Array.from(from), to: Uint32Array.from(to), nranges: ids.length, pos: 0 };
+  // The head: rows of passing contexts, by session, then time, then row, as a partition is
+  // written (no comparator sort over every row of a head of a million events).
+  const session = c.session;
+  const ids: number[] = [];
+  const from: number[] = [];
+  const to: number[] = [];
+  const taken: number[] = [];
+  for (let i = 0; i < c.n; i++) if (plan.ctxOk[c.ctx[i]!]) taken.push(i);
+  const rowsTaken = Uint32Array.from(taken);
+  const pos = sessionTimeOrder([{ chunk: c, rows: rowsTaken }]).order;
+  const rows = new Uint32Array(pos.length);
+  for (let k = 0; k < pos.length; k++) rows[k] = rowsTaken[pos[k]!]!;
+  const ctx = c.ctx;
+  for (let q = 0; q < rows.length; ) {
+    const id = session[ctx[rows[q]!]!]!;
+    let e = q + 1;
+    while (e < rows.length && session[ctx[rows[e]!]!] === id) e++;
+    ids.push(id);
+    from.push(q);
+    to.push(e);
+    q = e;
+  }
+  return { c, plan, whole, order: rows, ids: Float64Array.from(ids), from: Uint32Array.from(from), to: Uint32Array.from(to), nranges: ids.length, pos: 0 };
 }
 
 /** A sorted partition's sessions with a passing context, as ranges of rows. */

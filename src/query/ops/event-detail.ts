@@ -5,7 +5,7 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
 import { codeReader, overlapsAnother, scan } from "../scan.ts";
 import { DAY_MS, median } from "../sessions.ts";
-import { denseIds } from "../id-index.ts";
+import { denseVisitors } from "../id-index.ts";
 import type { Chunk } from "../../store/chunk.ts";
 
 export const TOP_VALUES = 10;
@@ -42,7 +42,7 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
     // One day, and no other chunk on it: the day's users are this chunk's distinct
     // visitors, marked by their dense numbers.
     const oneDay = alone && Math.floor((c.minTs - startMs) / DAY_MS) === Math.floor((c.maxTs - startMs) / DAY_MS);
-    const vc = oneDay ? denseIds(c, "visitor") : null;
+    const vc = oneDay ? denseVisitors(c) : null;
     const marks = vc ? new Uint8Array(vc.n) : null;
     let prevSession = NaN;
     let prevDay = -1;
