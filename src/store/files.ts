@@ -30,14 +30,7 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
     for (const h of heads) {
       // Group rows, and each property's entries, by UTC hour: one pass over each.
       const hourOf = new Float64Array(h.n);
-      const byHour = new Map<number, number[]>();
-      for (let i = 0; i < h.n; i++) {
-        const hour = Math.floor(h.ts[i]! / 3_600_000);
-        hourOf[i] = hour;
-        let rows = byHour.get(hour);
-        if (!rows) byHour.set(hour, (rows = []));
-        rows.push(i);
-      }
+      const byHour = rowsByHour(h, hourOf);
       const props = new Map<number, { sp: Map<string, StringProp>; np: Map<string, NumberProp> }>();
       const bucket = (hour: number) => props.get(hour) ?? props.set(hour, { sp: new Map(), np: new Map() }).get(hour)!;
       // Positions j of a property column, grouped by the hour of their row.
@@ -76,7 +69,7 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
         const date = dayText(dayOf(start));
         const hh = new Date(start).getUTCHours();
         const file = join(dateDir(dir, h.app, date), partitionName(hh, tag));
-        const { bytes, chunk } = writePartition([{ chunk: h, rows: Uint32Array.from(rows), props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag }, { decoded: true, level: FLUSH_ZSTD_LEVEL });
+        const { bytes, chunk } = writePartition([{ chunk: h, rows, props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag }, { decoded: true, level: FLUSH_ZSTD_LEVEL });
         // Tags are unique per checkpoint: an existing file would mean overwriting events.
         if (existsSync(file)) throw new Error(`partition ${file} exists already`);
         writeAtomic(file, bytes);
@@ -88,6 +81,36 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
     throw e;
   }
   return written;
+}
+
+/**
+ * Each hour's rows, and each row's hour in `hourOf`. A head flushed by size mostly spans
+ * one hour: its rows are then all of them, without a push per row into a growing list.
+ */
+function rowsByHour(h: Chunk, hourOf: Float64Array): Map<number, Uint32Array> {
+  let single = true;
+  const first = h.n ? Math.floor(h.ts[0]! / 3_600_000) : 0;
+  for (let i = 0; i < h.n; i++) {
+    const hour = Math.floor(h.ts[i]! / 3_600_000);
+    hourOf[i] = hour;
+    if (hour !== first) single = false;
+  }
+  const byHour = new Map<number, Uint32Array>();
+  if (single) {
+    const all = new Uint32Array(h.n);
+    for (let i = 0; i < h.n; i++) all[i] = i;
+    if (h.n) byHour.set(first, all);
+    return byHour;
+  }
+  const lists = new Map<number, number[]>();
+  for (let i = 0; i < h.n; i++) {
+    const hour = hourOf[i]!;
+    let rows = lists.get(hour);
+    if (!rows) lists.set(hour, (rows = []));
+    rows.push(i);
+  }
+  for (const [hour, rows] of lists) byHour.set(hour, Uint32Array.from(rows));
+  return byHour;
 }
 
 /** from[at[k]] for every k (one function per output type; a head's codes and rows are both Uint32Array). */

@@ -12,7 +12,18 @@ import { deltaBinaryPack } from "hyparquet-writer/src/delta.js";
 import { writeMetadata } from "hyparquet-writer/src/metadata.js";
 
 export type ColumnValues =
-  | { kind: "codes"; name: string; codes: Uint32Array; values: string[]; present?: Uint8Array }
+  | {
+      kind: "codes";
+      name: string;
+      codes: Uint32Array;
+      values: string[];
+      present?: Uint8Array;
+      /**
+       * The file's own codes, when the caller has them already (localCodes' result); `idx`
+       * null: every row has the one value `used[0]` (no nulls), written as one run.
+       */
+      local?: { idx: Uint32Array | null; used: number[] };
+    }
   | { kind: "f64"; name: string; vals: Float64Array; present?: Uint8Array }
   | { kind: "bool"; name: string; vals: Uint8Array }
   | { kind: "timestamp"; name: string; vals: Float64Array };
@@ -178,6 +189,16 @@ function localCodes(codes: ArrayLike<number>, present: Uint8Array | undefined, r
   return { idx, used };
 }
 
+/**
+ * What writeRleBitPackedHybrid writes for `rows` zeros at bit width 0 (one value in the
+ * dictionary): a single RLE run, without a pass over a million-row array of zeros. Under 8
+ * rows it writes a bit-packed group instead, so those go through it.
+ */
+function constantRun(body: ByteWriter, rows: number) {
+  if (rows >= 8) body.appendVarInt(rows * 2);
+  else writeRleBitPackedHybrid(body, new Uint32Array(rows), 0);
+}
+
 function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b: Uint8Array) => Uint8Array) {
   const start = w.offset;
   let uncompressed = 0;
@@ -193,7 +214,7 @@ function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b:
   }
   let encoding: string;
   if (c.kind === "codes") {
-    const { idx, used } = localCodes(c.codes, present, rows, nulls, c.values.length);
+    const { idx, used } = c.local ?? localCodes(c.codes, present, rows, nulls, c.values.length);
     const dict = new ByteWriter();
     let min: string | undefined;
     let max: string | undefined;
@@ -215,7 +236,8 @@ function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b:
     encodings.push("PLAIN");
     const bw = bitWidth(Math.max(0, used.length - 1));
     body.appendUint8(bw);
-    if (idx.length) writeRleBitPackedHybrid(body, idx, bw);
+    if (idx === null) constantRun(body, rows);
+    else if (idx.length) writeRleBitPackedHybrid(body, idx, bw);
     encoding = "RLE_DICTIONARY";
     if (min !== undefined) statistics = { min_value: min, max_value: max, null_count: BigInt(nulls) };
   } else if (c.kind === "f64") {

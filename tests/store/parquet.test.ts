@@ -6,7 +6,7 @@ import { HeadChunk, eventsOf } from "../../src/store/chunk.ts";
 import { readPartition, writePartition, MAX_PROP_COLUMNS } from "../../src/store/parquet.ts";
 import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
 import { deltaBinaryPack } from "hyparquet-writer/src/delta.js";
-import { deltaPackTimestamps } from "../../src/store/parquet-columns.ts";
+import { deltaPackTimestamps, writeColumns } from "../../src/store/parquet-columns.ts";
 import { canonical, randomEvents } from "../helpers/events.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -39,6 +39,26 @@ describe("partitions in Parquet", () => {
       const theirs = new ByteWriter();
       deltaBinaryPack(theirs, BigInt64Array.from(vals, (v) => BigInt(v)), "INT64");
       expect(Buffer.from(ours.getBytes()).equals(Buffer.from(theirs.getBytes()))).toBe(true);
+    }
+  });
+
+  test("string columns written from precomputed file codes give the bytes of the per-row path", () => {
+    // A flush works out a dimension's file codes per context and writes a one-value column
+    // as a single run; the bytes must be those of localCodes + writeRleBitPackedHybrid.
+    const none = (b: Uint8Array) => b;
+    const values = ["", "iOS", "Android", "macOS"];
+    for (const rows of [1, 3, 7, 8, 9, 1000]) {
+      // One value on every row (code 2): the single-run path.
+      const constant = writeColumns(rows, [{ kind: "codes", name: "os", codes: new Uint32Array(rows).fill(2), values }], [], none);
+      const run = writeColumns(rows, [{ kind: "codes", name: "os", codes: new Uint32Array(0), values, local: { idx: null, used: [2] } }], [], none);
+      expect(Buffer.from(run).equals(Buffer.from(constant))).toBe(true);
+      // Several values: file codes in order of first appearance.
+      const codes = Uint32Array.from({ length: rows }, (_, i) => [3, 1, 3, 2][i % 4]!);
+      const perRow = writeColumns(rows, [{ kind: "codes", name: "os", codes, values }], [], none);
+      const used = [...new Set(codes)];
+      const idx = Uint32Array.from(codes, (c) => used.indexOf(c));
+      const given = writeColumns(rows, [{ kind: "codes", name: "os", codes: new Uint32Array(0), values, local: { idx, used } }], [], none);
+      expect(Buffer.from(given).equals(Buffer.from(perRow))).toBe(true);
     }
   });
 
