@@ -137,6 +137,9 @@ export const BATCH_STEPS: [string, Step][] = [
   ],
 ];
 
+/** The steps' functions, for the per-event loop (an index, not an iterator and a destructuring per step). */
+const STEP_FNS: Step[] = BATCH_STEPS.map(([, step]) => step);
+
 export interface StepOutcome {
   events: StoredEvent[];
   drops: Partial<Record<DropReason, number>>;
@@ -158,14 +161,16 @@ export function batchEvents(batch: ParsedBatch, ctx: BatchContext): StepOutcome 
   dims.app_build = cutDim(s.app_build);
   dims.sdk = cutDim(batch.sdk);
   dims.platform = platformFromOs(s.os_name);
+  // One draft for the whole batch: every step sets what it owns before the event is kept.
+  const d: Draft = { raw: {}, name: "", ts: 0, session: 0, sp: {}, np: {} };
   outer: for (const raw of batch.events) {
     if (!isObject(raw)) {
       drops.invalid_event = (drops.invalid_event ?? 0) + 1;
       continue;
     }
-    const d: Draft = { raw, name: "", ts: 0, session: 0, sp: {}, np: {} };
-    for (const [, step] of BATCH_STEPS) {
-      const reason = step(d, ctx);
+    d.raw = raw;
+    for (let k = 0; k < STEP_FNS.length; k++) {
+      const reason = STEP_FNS[k]!(d, ctx);
       if (reason) {
         drops[reason] = (drops[reason] ?? 0) + 1;
         continue outer;

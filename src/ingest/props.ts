@@ -54,10 +54,14 @@ const UUID = /[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}/i
 // 7-15 digits, optionally with +, spaces, dots, dashes and brackets, and nothing else.
 const PHONE = /^\+?[\d\s().-]{7,22}$/;
 
+/** True when `c` is an ASCII letter: no phone number (PHONE above) starts with one. */
+const isLetter = (c: number) => (c | 32) >= 97 && (c | 32) <= 122;
+
 export function looksPersonal(value: string): boolean {
   if (value.includes("@") && EMAIL.test(value)) return true;
   if (value.length >= 32 && UUID.test(value)) return true;
-  if (PHONE.test(value)) {
+  // Most values are words ("Settings", "dark"): skip the phone pattern for them.
+  if (value.length >= 7 && !isLetter(value.charCodeAt(0)) && PHONE.test(value)) {
     const digits = value.replace(/\D/g, "").length;
     // A bare short number ("1234567") is more often a count or id than a phone number;
     // require a + or separators unless it is long.
