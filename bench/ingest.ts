@@ -23,7 +23,7 @@ const BARE_PORT = 18199;
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-bench-ingest-"));
 const plansFile = join(dir, "plans.json");
-writeFileSync(plansFile, JSON.stringify([{ id: "free", events_per_month: 10_000_000_000, price_usd_month: 0 }]));
+writeFileSync(plansFile, JSON.stringify([{ id: "free", events_per_month: 100_000_000_000, price_usd_month: 0 }]));
 
 // Fixtures through the project's own domain functions.
 const setup = await startServer(loadConfig([], {}, { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent", plansFile }));
