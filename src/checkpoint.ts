@@ -1,8 +1,8 @@
 // A checkpoint makes everything in the write-ahead log durable elsewhere, so the log can
 // be dropped: the store's heads become Parquet partitions tagged with the checkpoint's
-// generation, then ingest's state (usage, batch answers, quota, open web sessions), the
-// rollups and that sequence are written to the metadata store in one transaction, then
-// the log's segments are deleted.
+// generation, then the batch answers (a few hundred per transaction, the event loop free
+// in between), then ingest's other state (usage, quota, open web sessions), the rollups and
+// that sequence in one transaction, then the log's segments are deleted.
 //
 // Crash at any point: before the transaction, the new partitions carry a tag above the
 // recorded generation and are deleted at start-up, and the log replays those events; after
@@ -90,6 +90,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   let written: Awaited<ReturnType<EventStore["writeHeads"]>> = [];
   try {
     written = await d.store.writeHeads(heads, gen);
+    await d.ingest.writeAnswersInSteps(ingestState);
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
     d.db.transaction(() => {
       d.ingest.writeState(ingestState);
