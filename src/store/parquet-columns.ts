@@ -189,6 +189,34 @@ function localCodes(codes: ArrayLike<number>, present: Uint8Array | undefined, r
   return { idx, used };
 }
 
+/** A column without nulls is written from its own array: no copy (8 MB a million rows). */
+function allValues(src: Float64Array, rows: number) {
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = 0; i < rows; i++) {
+    const v = src[i]!;
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  return { vals: src, k: rows, min, max };
+}
+
+/** The values of the rows present, in order. */
+function presentValues(src: Float64Array, present: Uint8Array, rows: number, nulls: number) {
+  let min = Infinity;
+  let max = -Infinity;
+  const vals = new Float64Array(rows - nulls);
+  let k = 0;
+  for (let i = 0; i < rows; i++) {
+    if (!present[i]) continue;
+    const v = src[i]!;
+    vals[k++] = v;
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  return { vals, k, min, max };
+}
+
 /**
  * What writeRleBitPackedHybrid writes for `rows` zeros at bit width 0 (one value in the
  * dictionary): a single RLE run, without a pass over a million-row array of zeros. Under 8
@@ -241,18 +269,8 @@ function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b:
     encoding = "RLE_DICTIONARY";
     if (min !== undefined) statistics = { min_value: min, max_value: max, null_count: BigInt(nulls) };
   } else if (c.kind === "f64") {
-    let min = Infinity;
-    let max = -Infinity;
-    const vals = new Float64Array(rows - nulls);
-    let k = 0;
-    for (let i = 0; i < rows; i++) {
-      if (present && !present[i]) continue;
-      const v = c.vals[i]!;
-      vals[k++] = v;
-      if (v < min) min = v;
-      if (v > max) max = v;
-    }
-    body.appendBytes(new Uint8Array(vals.buffer));
+    const { vals, k, min, max } = present ? presentValues(c.vals, present, rows, nulls) : allValues(c.vals, rows);
+    body.appendBytes(new Uint8Array(vals.buffer, vals.byteOffset, k * 8));
     encoding = "PLAIN";
     if (k) statistics = { min_value: min, max_value: max, null_count: BigInt(nulls) };
   } else if (c.kind === "bool") {
