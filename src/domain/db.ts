@@ -3,7 +3,8 @@
 // because these rows (keys, tokens, billing) are few and must survive a power cut.
 
 import { Database } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { MIGRATIONS, type Migration } from "./migrations.ts";
 
@@ -18,6 +19,39 @@ export function openDb(dataDir: string, migrations: Migration[] = MIGRATIONS): D
   db.exec("PRAGMA busy_timeout = 5000");
   migrate(db, migrations);
   return db;
+}
+
+/**
+ * Runs `fn` (which opens its own transaction) with synchronous = NORMAL: its commit does
+ * not wait for an fsync on the event loop. For the ingest path's own writes only, whose
+ * durability comes from the write-ahead log until `syncToDisk` has run (below).
+ */
+export function withoutSyncWait<T>(db: Db, fn: () => T): T {
+  const was = db.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous ?? 2;
+  db.exec("PRAGMA synchronous = NORMAL");
+  try {
+    return fn();
+  } finally {
+    db.exec(`PRAGMA synchronous = ${was}`);
+  }
+}
+
+/**
+ * Makes every transaction committed so far durable, in the thread pool rather than on the
+ * event loop: fsync of SQLite's log file (where WAL mode commits) and of the database file
+ * (where its checkpoints copy pages). An fsync covers the file's data whichever descriptor
+ * wrote it.
+ */
+export async function syncToDisk(db: Db): Promise<void> {
+  for (const file of [`${db.filename}-wal`, db.filename]) {
+    if (!existsSync(file)) continue;
+    const fh = await open(file, "r");
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
 }
 
 /** Applies each migration newer than PRAGMA user_version in its own transaction. */

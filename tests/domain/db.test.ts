@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { openDb, migrate } from "../../src/domain/db.ts";
+import { openDb, migrate, syncToDisk, withoutSyncWait } from "../../src/domain/db.ts";
 import { MIGRATIONS } from "../../src/domain/migrations.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -14,6 +14,25 @@ describe("metadata store", () => {
     const newest = Math.max(...MIGRATIONS.map((m) => m.version));
     expect((db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(newest);
     db.close();
+  });
+
+  test("a write without waiting for its fsync commits, puts synchronous back (also on a throw), and syncToDisk then runs", async () => {
+    const dir = tmp();
+    const db = openDb(dir);
+    const sync = () => (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+    expect(sync()).toBe(2);
+    withoutSyncWait(db, () => {
+      expect(sync()).toBe(1);
+      db.transaction(() => db.run("INSERT INTO orgs (name, created_at) VALUES ('acme', 1)"))();
+    });
+    expect(sync()).toBe(2);
+    expect(() => withoutSyncWait(db, () => { throw new Error("boom"); })).toThrow("boom");
+    expect(sync()).toBe(2);
+    await syncToDisk(db);
+    db.close();
+    const again = openDb(dir);
+    expect((again.query("SELECT count(*) AS n FROM orgs").get() as { n: number }).n).toBe(1);
+    again.close();
   });
 
   test("re-opening applies nothing twice and keeps rows", () => {
