@@ -112,8 +112,11 @@ await waitFor(`${base}/healthz`);
 // the first five or so. With 2 s of warm-up that compiling fell into the first measured
 // round: 165 µs of JIT-thread CPU per batch there, against 12 µs after 25 s of batches
 // (measured 2026-11-22 with BUN_JSC_reportFTLCompileTimes). A server runs for days; the
-// figures are for its steady state.
-const WARM_BATCH_S = Number(process.env.WARM_BATCH_S ?? 20);
+// figures are for its steady state. Measured again later that day over 40 s of batches:
+// about 10 s of compile time on the JIT threads, the writer's functions (deltaPackTimestamps
+// 11 times, writeColumn 7 times) recompiled over the first eight flushes; after 60 s the JIT
+// threads took 4-28 µs a batch. Hence 40 s.
+const WARM_BATCH_S = Number(process.env.WARM_BATCH_S ?? 40);
 wrk(`${bareUrl}/v1/event`, web, { connections: CONNS, seconds: 3, core: 1, env });
 wrk(`${base}/v1/event`, web, { connections: CONNS, seconds: 5, core: 1, env });
 wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: WARM_BATCH_S, core: 1, env });
