@@ -223,21 +223,4 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX billing_events_by_time ON billing_events(received_at);
     `,
   },
-  {
-    version: 7,
-    name: "batch answer blocks",
-    sql: `
-      -- Batch answers, a block per save: rows is a JSON array of [app, batch_id, answer,
-      -- at]. One insert per block, where a row per answer in batch_answers cost 10-20 µs
-      -- each; src/ingest/answer-blocks.ts finds a key again. batch_answers keeps the answers
-      -- written before this version until they are 8 days old.
-      CREATE TABLE batch_answer_blocks (
-        id        INTEGER PRIMARY KEY,
-        first_at  INTEGER NOT NULL,
-        last_at   INTEGER NOT NULL,
-        rows      TEXT NOT NULL
-      );
-      CREATE INDEX batch_answer_blocks_by_time ON batch_answer_blocks(last_at);
-    `,
-  },
 ];

@@ -22,7 +22,6 @@ import { Quota } from "./quota.ts";
 import { LoadShedder, type ShedOptions } from "./shed.ts";
 import { Salts } from "./salts.ts";
 import { SeenIds } from "./seen-ids.ts";
-import { AnswerBlocks } from "./answer-blocks.ts";
 import { WebSessions } from "./web-sessions.ts";
 import { Wal, WalWriteError } from "./wal.ts";
 import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
@@ -37,7 +36,7 @@ const NATIVE_GUNZIP_MAX = 16 * 1024;
 export const DEDUPE_KEEP_MS = 8 * 86_400_000;
 /**
  * Batch answers younger than this (5 minutes: SDK retries mostly come within seconds) stay
- * in memory; older ones are answered from the metadata store (batch_answer_blocks, written by the
+ * in memory; older ones are answered from the metadata store (batch_answers, written by the
  * answer saver and each checkpoint). Keeping all 8 days in memory grew without bound under
  * steady load (found by the soak: ~150 bytes per batch).
  */
@@ -49,14 +48,11 @@ const REC_OUTCOMES = 3;
 
 export interface IngestSnapshot {
   usage: [number, string, OutcomeCounts][];
-  answers: AnswerRow[];
+  answers: [number, string, string, number][];
   answerKeys: string[];
   quota: [number, string, number][];
   webSessions: Uint8Array;
 }
-
-/** A stored batch answer: app, batch id, answer, when it was first given (ms). */
-export type AnswerRow = [number, string, BatchAnswer, number];
 
 export interface BatchAnswer {
   accepted: number;
@@ -121,16 +117,12 @@ export class Ingest {
   readonly salts: Salts;
   private sessions = new WebSessions();
   private wal: Wal;
-  /** Batch answers by app:batch id, oldest first; `saved` once it is committed to the metadata store. */
+  /** Batch answers by app:batch id, oldest first; `saved` once it is committed to batch_answers. */
   private dedupe = new Map<string, { ans: BatchAnswer; at: number; saved?: boolean }>();
   /** Batch answers not yet in the metadata store (the answer saver or the next checkpoint writes them). */
   private newAnswers: string[] = [];
-  /** Which batch ids may have a stored answer (a new id needs no lookup). */
+  /** Which batch ids may have an answer in batch_answers (a new id needs no lookup there). */
   private stored = new SeenIds();
-  /** Which stored block may hold a batch id's answer. */
-  private blocks = new AnswerBlocks();
-  /** Answers of the last 8 days are still in batch_answers (written before answer blocks). */
-  private legacyAnswers = true;
   private inflight = new Set<string>();
   // Per client address (spec, Limits): batches 10/s with bursts of 20, web 30/s with 60.
   private batchClients: RateLimiter;
@@ -415,21 +407,10 @@ export class Ingest {
 
   /** A batch answered minutes ago or more (or before the last start-up): the metadata store. */
   private storedAnswer(app: number, batchId: string, now: number): { ans: BatchAnswer; at: number } | undefined {
-    const key = `${app}:${batchId}`;
-    if (this.stored.ready && !this.stored.mayHave(key)) return undefined;
-    const keepFrom = now - DEDUPE_KEEP_MS;
-    const block = this.d.db.query<{ rows: string }, [number, number]>("SELECT rows FROM batch_answer_blocks WHERE id = ? AND last_at >= ?");
-    for (const id of this.blocks.candidates(key)) {
-      const rows = block.get(id, keepFrom);
-      if (!rows) continue;
-      for (const r of JSON.parse(rows.rows) as AnswerRow[]) {
-        if (r[0] === app && r[1] === batchId && r[3] >= keepFrom) return { ans: r[2], at: r[3] };
-      }
-    }
-    if (!this.legacyAnswers) return undefined;
+    if (this.stored.ready && !this.stored.mayHave(`${app}:${batchId}`)) return undefined;
     const r = this.d.db
       .query<{ answer: string; at: number }, [number, string, number]>("SELECT answer, at FROM batch_answers WHERE app = ? AND batch_id = ? AND at >= ?")
-      .get(app, batchId, keepFrom);
+      .get(app, batchId, now - DEDUPE_KEEP_MS);
     return r ? { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at } : undefined;
   }
 
@@ -499,13 +480,13 @@ export class Ingest {
     return this.wal.settle();
   }
 
-  private answerRows(keys: string[]): AnswerRow[] {
-    const rows: AnswerRow[] = [];
+  private answerRows(keys: string[]): [number, string, string, number][] {
+    const rows: [number, string, string, number][] = [];
     for (const k of keys) {
       const v = this.dedupe.get(k);
       if (!v) continue;
       const i = k.indexOf(":");
-      rows.push([Number(k.slice(0, i)), k.slice(i + 1), v.ans, v.at]);
+      rows.push([Number(k.slice(0, i)), k.slice(i + 1), JSON.stringify(v.ans), v.at]);
     }
     return rows;
   }
@@ -514,11 +495,12 @@ export class Ingest {
   private saverFailing = false;
 
   /**
-   * Writes new batch answers to the metadata store, a block a second, between checkpoints.
-   * The log holds them already (replay restores them), so writing early is safe, and it
-   * keeps what a checkpoint has left to write small.
+   * Writes new batch answers to the metadata store a few hundred at a time between
+   * checkpoints. The log holds them already (replay restores them), so writing early is
+   * safe; left to the checkpoint, a busy hour's answers (10-14 µs a row) made one
+   * transaction that held the event loop 100 ms and more.
    */
-  startAnswerSaver(everyMs = 1000, maxRows = 20_000): void {
+  startAnswerSaver(everyMs = 50, maxRows = 150): void {
     this.answerSaver = setInterval(() => this.saveAnswers(maxRows), everyMs);
     this.answerSaver.unref?.();
   }
@@ -547,47 +529,37 @@ export class Ingest {
   }
 
   /**
-   * Writes answers as one block (answer-blocks.ts), in a transaction that does not wait for
-   * an fsync. Safe: until a checkpoint has made the metadata store durable (syncToDisk,
-   * whose fsync of SQLite's log covers every transaction before it), the write-ahead log
-   * still holds each answer and replays it. The block's filter is added once the block is
-   * committed.
+   * Writes answers in a transaction of their own that does not wait for an fsync. Safe:
+   * until a checkpoint has made the metadata store durable (syncToDisk, whose fsync of
+   * SQLite's log covers every transaction before it), the write-ahead log still holds each
+   * answer and replays it. About 10-20 µs a row on the event loop (random keys: a page
+   * written per row), so callers keep transactions small: a few ms each. (Blocks of
+   * answers, one row per save, cost far less to write, but finding a late retry's answer
+   * among a day's tens of thousands of blocks cost more than this saves: tried and undone.)
    */
-  private writeAnswersUnsynced(rows: AnswerRow[]): void {
+  private writeAnswersUnsynced(rows: [number, string, string, number][]): void {
     if (rows.length === 0) return;
     const db = this.d.db;
-    let firstAt = Infinity;
-    let lastAt = -Infinity;
-    for (const r of rows) {
-      if (r[3] < firstAt) firstAt = r[3];
-      if (r[3] > lastAt) lastAt = r[3];
-    }
-    const id = withoutSyncWait(db, () =>
-      db.transaction(
-        () =>
-          db
-            .query<{ id: number }, [number, number, string]>("INSERT INTO batch_answer_blocks (first_at, last_at, rows) VALUES (?, ?, ?) RETURNING id")
-            .get(firstAt, lastAt, JSON.stringify(rows))!.id,
-      )(),
-    );
-    this.blocks.add(
-      id,
-      rows.map((r) => `${r[0]}:${r[1]}`),
-      lastAt,
-    );
+    withoutSyncWait(db, () => db.transaction(() => this.writeAnswers(rows))());
   }
 
   /**
-   * A checkpoint's batch answers, in blocks of a few thousand with the event loop free in
-   * between; its one transaction then has none left to write. (Inside that transaction, a
-   * busy flush's answers, as rows, once held the loop 40-80 ms.)
+   * A checkpoint's batch answers, a few hundred per transaction with the event loop free in
+   * between. Written inside the checkpoint's one transaction, a busy hour's answers (several
+   * thousand rows once the saver falls behind) held the loop 40-80 ms, and p99 with it.
+   * The checkpoint's transaction then has none left to write.
    */
-  async writeAnswersInSteps(s: IngestSnapshot, rowsPerStep = 5000): Promise<void> {
+  async writeAnswersInSteps(s: IngestSnapshot, rowsPerStep = 150): Promise<void> {
     for (let i = 0; i < s.answers.length; i += rowsPerStep) {
       this.writeAnswersUnsynced(s.answers.slice(i, i + rowsPerStep));
       await new Promise<void>((r) => setImmediate(r));
     }
     s.answers = [];
+  }
+
+  private writeAnswers(rows: [number, string, string, number][]): void {
+    const ins = this.d.db.query("INSERT OR REPLACE INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)");
+    for (const a of rows) ins.run(...a);
   }
 
   /** These answers are committed to the metadata store: they may leave memory once old. */
@@ -629,13 +601,9 @@ export class Ingest {
     const db = this.d.db;
     const up = db.query("INSERT INTO usage (app, day, outcome, count) VALUES (?, ?, ?, ?) ON CONFLICT(app, day, outcome) DO UPDATE SET count = excluded.count");
     for (const [app, day, counts] of s.usage) for (const [o, n] of Object.entries(counts)) up.run(app, day, o, n ?? 0);
-    // Written before this transaction (writeAnswersInSteps), in blocks of their own.
-    if (s.answers.length) throw new Error("a checkpoint's batch answers are written before its transaction");
-    const keepFrom = this.d.now() - DEDUPE_KEEP_MS;
-    db.query("DELETE FROM batch_answer_blocks WHERE last_at < ?").run(keepFrom);
-    if (this.legacyAnswers) db.query("DELETE FROM batch_answers WHERE at < ?").run(keepFrom);
-    this.blocks.prune(keepFrom);
-    this.stored.prune(keepFrom);
+    this.writeAnswers(s.answers);
+    db.query("DELETE FROM batch_answers WHERE at < ?").run(this.d.now() - DEDUPE_KEEP_MS);
+    this.stored.prune(this.d.now() - DEDUPE_KEEP_MS);
     const q = db.query("INSERT INTO quota (org, month, used) VALUES (?, ?, ?) ON CONFLICT(org, month) DO UPDATE SET used = excluded.used");
     for (const [org, month, used] of s.quota) q.run(org, month, used);
     db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('web_sessions', ?)").run(s.webSessions);
@@ -652,35 +620,15 @@ export class Ingest {
     for (const r of db.query<{ app: number; day: string; outcome: string; count: number }, []>("SELECT * FROM usage").all()) {
       this.usage.add(r.app, r.day, r.outcome as Outcome, r.count);
     }
-    const now = this.d.now();
-    const keepFrom = now - DEDUPE_KEEP_MS;
-    // Every stored id enters the filters (about 1 s per million answers, once at start-up);
-    // the last minutes' answers also go back in memory, in answer order. Older ones are
-    // looked up in the store when a retry comes.
+    // The last minutes only; older answers are looked up in the store when a retry comes.
+    for (const r of db.query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT * FROM batch_answers WHERE at >= ? ORDER BY at").all(this.d.now() - DEDUPE_MEMORY_MS)) {
+      this.dedupe.set(`${r.app}:${r.batch_id}`, { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at, saved: true });
+    }
+    // Every stored id enters the filter (about 1 s per million answers, once at start-up).
     this.stored = new SeenIds();
-    this.blocks = new AnswerBlocks();
-    const recent: AnswerRow[] = [];
-    // Rows of batch_answers, from before answers were stored in blocks, until they are 8 days old.
-    const legacy = db.query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT app, batch_id, answer, at FROM batch_answers WHERE at >= ?");
-    this.legacyAnswers = false;
-    for (const r of legacy.iterate(keepFrom)) {
-      this.legacyAnswers = true;
+    for (const r of db.query<{ app: number; batch_id: string; at: number }, [number]>("SELECT app, batch_id, at FROM batch_answers WHERE at >= ?").iterate(this.d.now() - DEDUPE_KEEP_MS)) {
       this.stored.add(`${r.app}:${r.batch_id}`, r.at);
-      if (r.at >= now - DEDUPE_MEMORY_MS) recent.push([r.app, r.batch_id, JSON.parse(r.answer) as BatchAnswer, r.at]);
     }
-    for (const b of db.query<{ id: number; last_at: number; rows: string }, [number]>("SELECT id, last_at, rows FROM batch_answer_blocks WHERE last_at >= ? ORDER BY id").iterate(keepFrom)) {
-      const rows = JSON.parse(b.rows) as AnswerRow[];
-      const keys: string[] = [];
-      for (const r of rows) {
-        const key = `${r[0]}:${r[1]}`;
-        keys.push(key);
-        this.stored.add(key, r[3]);
-        if (r[3] >= now - DEDUPE_MEMORY_MS) recent.push(r);
-      }
-      this.blocks.add(b.id, keys, b.last_at);
-    }
-    recent.sort((a, b) => a[3] - b[3]);
-    for (const r of recent) this.dedupe.set(`${r[0]}:${r[1]}`, { ans: r[2], at: r[3], saved: true });
     this.stored.ready = true;
     for (const r of db.query<{ org: number; month: string; used: number }, []>("SELECT * FROM quota").all()) this.quota.restore(r.org, r.month, r.used);
     const ws = db.query<{ value: Uint8Array }, []>("SELECT value FROM checkpoint WHERE key = 'web_sessions'").get();
