@@ -93,8 +93,9 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
     written = await d.store.writeHeads(heads, gen);
     await d.ingest.writeAnswersInSteps(ingestState);
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
-    // The commit does not wait for its fsync on the event loop (30-100 ms on this VM, every
-    // flush): syncToDisk below does it in the thread pool, before anything relies on it.
+    // The commit does not wait for its fsync on the event loop (this transaction held it
+    // 30-100 ms per flush under batch load): syncToDisk below does it in the thread pool,
+    // before anything relies on it.
     withoutSyncWait(d.db, () =>
       d.db.transaction(() => {
         d.ingest.writeState(ingestState);
