@@ -12,7 +12,7 @@
 // taken at one instant with no request in between; the partitions are then written in a
 // worker thread while ingest goes on (into new heads and a new log segment).
 
-import { syncToDisk, withoutSyncWait, type Db } from "./domain/db.ts";
+import { makeDurable, withoutSyncWait, type Db } from "./domain/db.ts";
 import type { Logger } from "./log.ts";
 import type { Ingest } from "./ingest/ingest.ts";
 import type { EventStore } from "./store/store.ts";
@@ -94,7 +94,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
     await d.ingest.writeAnswersInSteps(ingestState);
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
     // The commit does not wait for its fsync on the event loop (this transaction held it
-    // 30-100 ms per flush under batch load): syncToDisk below does it in the thread pool,
+    // 30-100 ms per flush under batch load): makeDurable below fsyncs in the thread pool,
     // before anything relies on it.
     withoutSyncWait(d.db, () =>
       d.db.transaction(() => {
@@ -116,13 +116,8 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   // under a generation a power cut might still take back) and before the log goes. If the
   // fsync fails, the transaction stands in this process but the log stays: whichever state
   // a crash leaves, replay from it is consistent.
-  let durable = true;
-  try {
-    await syncToDisk(d.db);
-  } catch (e) {
-    durable = false;
-    d.log.error("metadata store fsync failed; the write-ahead log is kept", { error: (e as Error).message });
-  }
+  const { durable, error } = await makeDurable(d.db);
+  if (!durable) d.log.error("metadata store fsync failed; the write-ahead log is kept", { error });
   d.store.finishFlush(heads, written);
   d.ingest.markSaved(ingestState);
   if (crashAt === "after-commit") throw new SimulatedCrash(crashAt);

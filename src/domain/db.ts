@@ -54,6 +54,25 @@ export async function syncToDisk(db: Db): Promise<void> {
   }
 }
 
+/**
+ * Everything committed made durable: syncToDisk, or where the file system refuses that
+ * fsync, SQLite's own checkpoint (which syncs both files, on the event loop). Answers
+ * false, with the reason, only when both fail.
+ */
+export async function makeDurable(db: Db, sync: (db: Db) => Promise<void> = syncToDisk): Promise<{ durable: boolean; error?: string }> {
+  try {
+    await sync(db);
+    return { durable: true };
+  } catch (e) {
+    try {
+      db.exec("PRAGMA wal_checkpoint(FULL)");
+      return { durable: true };
+    } catch (e2) {
+      return { durable: false, error: `${(e as Error).message}; ${(e2 as Error).message}` };
+    }
+  }
+}
+
 /** Applies each migration newer than PRAGMA user_version in its own transaction. */
 export function migrate(db: Db, migrations: Migration[]): number {
   const current = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { openDb, migrate, syncToDisk, withoutSyncWait } from "../../src/domain/db.ts";
+import { openDb, makeDurable, migrate, syncToDisk, withoutSyncWait } from "../../src/domain/db.ts";
 import { MIGRATIONS } from "../../src/domain/migrations.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -33,6 +33,21 @@ describe("metadata store", () => {
     const again = openDb(dir);
     expect((again.query("SELECT count(*) AS n FROM orgs").get() as { n: number }).n).toBe(1);
     again.close();
+  });
+
+  test("where the file system refuses the fsync, SQLite's own checkpoint makes the commits durable; only when both fail is it reported", async () => {
+    const dir = tmp();
+    const db = openDb(dir);
+    withoutSyncWait(db, () => db.transaction(() => db.run("INSERT INTO orgs (name, created_at) VALUES ('acme', 1)"))());
+    const refuse = async () => {
+      throw new Error("EINVAL: fsync refused");
+    };
+    expect(await makeDurable(db)).toEqual({ durable: true });
+    expect(await makeDurable(db, refuse)).toEqual({ durable: true });
+    db.close();
+    const closed = await makeDurable(db, refuse);
+    expect(closed.durable).toBe(false);
+    expect(closed.error).toContain("EINVAL: fsync refused");
   });
 
   test("re-opening applies nothing twice and keeps rows", () => {
