@@ -1,7 +1,7 @@
 // A checkpoint makes everything in the write-ahead log durable elsewhere, so the log can
 // be dropped: the store's heads become Parquet partitions tagged with the checkpoint's
-// generation, then the batch answers (a few hundred per transaction, the event loop free
-// in between), then ingest's other state (usage, quota, open web sessions), the rollups and
+// generation, then the batch answers as a sorted run of their own (ingest/answer-runs.ts,
+// written and fsynced in the thread pool), then ingest's other state (usage, quota, open web sessions), the rollups and
 // that sequence in one transaction, then SQLite's files are fsynced (in the thread pool),
 // then the log's segments are deleted.
 //
@@ -91,7 +91,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   let written: Awaited<ReturnType<EventStore["writeHeads"]>> = [];
   try {
     written = await d.store.writeHeads(heads, gen);
-    await d.ingest.writeAnswersInSteps(ingestState);
+    await d.ingest.writeAnswerRun(ingestState);
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
     // The commit does not wait for its fsync on the event loop (this transaction held it
     // 30-100 ms per flush under batch load): makeDurable below fsyncs in the thread pool,

@@ -162,7 +162,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     scheduler.add(pattern ? { ...job, pattern } : job);
   }
   ingest.shedder.start();
-  ingest.startAnswerSaver();
   fast = ingestHandlers(services);
   const api = buildApi(services);
   handleMain = (req) => api.handle(req);
@@ -184,7 +183,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       // stop(false): refuse new connections, let in-flight requests finish.
       await Promise.all([main.stop(false), ingestListener?.stop(false)]);
       ingest.shedder.stop();
-      ingest.stopAnswerSaver();
       scheduler.stop();
       mailer.close();
       await storage.close();
@@ -198,7 +196,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       main.stop(true);
       ingestListener?.stop(true);
       ingest.shedder.stop();
-      ingest.stopAnswerSaver();
       scheduler.stop();
       mailer.close();
       await storage.close({ abort: true });

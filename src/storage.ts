@@ -43,6 +43,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
       now,
       sink: store,
       walDir: join(config.dataDir, "wal"),
+      answersDir: join(config.dataDir, "answers"),
       limitFor: (org) => billing.effectiveLimit(org),
       hardLimitPercent: () => config.hardLimitPercent,
       shed: shedOptions(config),

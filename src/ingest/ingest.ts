@@ -11,7 +11,7 @@
 
 import { gunzipSync } from "node:zlib";
 import type { Logger } from "../log.ts";
-import { withoutSyncWait, type Db } from "../domain/db.ts";
+import type { Db } from "../domain/db.ts";
 import { DomainError } from "../domain/errors.ts";
 import type { EventSink, StoredEvent } from "../store/event.ts";
 import { countryFromHeader, countryOf, memo, parseAgent } from "./enrich.ts";
@@ -22,6 +22,7 @@ import { Quota } from "./quota.ts";
 import { LoadShedder, type ShedOptions } from "./shed.ts";
 import { Salts } from "./salts.ts";
 import { SeenIds } from "./seen-ids.ts";
+import { AnswerRuns, answerKey, type StoredAnswer } from "./answer-runs.ts";
 import { WebSessions } from "./web-sessions.ts";
 import { Wal, WalWriteError } from "./wal.ts";
 import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
@@ -36,9 +37,9 @@ const NATIVE_GUNZIP_MAX = 16 * 1024;
 export const DEDUPE_KEEP_MS = 8 * 86_400_000;
 /**
  * Batch answers younger than this (5 minutes: SDK retries mostly come within seconds) stay
- * in memory; older ones are answered from the metadata store (batch_answers, written by the
- * answer saver and each checkpoint). Keeping all 8 days in memory grew without bound under
- * steady load (found by the soak: ~150 bytes per batch).
+ * in memory; older ones, once a checkpoint has written them to a run (answer-runs.ts), are
+ * looked up there. Keeping all 8 days in memory grew without bound under steady load
+ * (found by the soak: ~150 bytes per batch).
  */
 export const DEDUPE_MEMORY_MS = 5 * 60_000;
 
@@ -48,7 +49,7 @@ const REC_OUTCOMES = 3;
 
 export interface IngestSnapshot {
   usage: [number, string, OutcomeCounts][];
-  answers: [number, string, string, number][];
+  answers: StoredAnswer[];
   answerKeys: string[];
   quota: [number, string, number][];
   webSessions: Uint8Array;
@@ -92,6 +93,8 @@ export interface IngestDeps {
   now: () => number;
   sink: EventSink;
   walDir: string;
+  /** Where batch answers are kept as sorted runs once a checkpoint has covered them. */
+  answersDir: string;
   /** The monthly event limit in force for an org (plan, billing state). */
   limitFor: (orgId: number) => number;
   hardLimitPercent: () => number;
@@ -117,12 +120,13 @@ export class Ingest {
   readonly salts: Salts;
   private sessions = new WebSessions();
   private wal: Wal;
-  /** Batch answers by app:batch id, oldest first; `saved` once it is committed to batch_answers. */
+  /** Batch answers by app:batch id, oldest first; `saved` once a checkpoint has written it to a run. */
   private dedupe = new Map<string, { ans: BatchAnswer; at: number; saved?: boolean }>();
-  /** Batch answers not yet in the metadata store (the answer saver or the next checkpoint writes them). */
+  /** Batch answers not yet in a run (the next checkpoint writes them). */
   private newAnswers: string[] = [];
-  /** Which batch ids may have an answer in batch_answers (a new id needs no lookup there). */
+  /** Which batch ids may have an answer in a run (a new id needs no lookup there). */
   private stored = new SeenIds();
+  private runs: AnswerRuns;
   private inflight = new Set<string>();
   // Per client address (spec, Limits): batches 10/s with bursts of 20, web 30/s with 60.
   private batchClients: RateLimiter;
@@ -136,6 +140,11 @@ export class Ingest {
     this.quota = new Quota(d.hardLimitPercent);
     this.salts = new Salts(d.db);
     this.wal = Wal.open(d.walDir, d.log);
+    // Every kept answer enters the filter (restoreState then marks it ready).
+    const keepFrom = d.now() - DEDUPE_KEEP_MS;
+    this.runs = AnswerRuns.open(d.answersDir, d.log, DEDUPE_KEEP_MS, (h, at) => {
+      if (at >= keepFrom) this.stored.addHash(h, at);
+    });
     // The limiters read the same clock as everything else, so tests can drive it.
     const now = d.now;
     this.batchClients = new RateLimiter({ ratePerSecond: 10, burst: 20 }, now);
@@ -405,13 +414,10 @@ export class Ingest {
     }
   }
 
-  /** A batch answered minutes ago or more (or before the last start-up): the metadata store. */
+  /** A batch answered minutes ago or more (or before the last start-up): the runs. */
   private storedAnswer(app: number, batchId: string, now: number): { ans: BatchAnswer; at: number } | undefined {
-    if (this.stored.ready && !this.stored.mayHave(`${app}:${batchId}`)) return undefined;
-    const r = this.d.db
-      .query<{ answer: string; at: number }, [number, string, number]>("SELECT answer, at FROM batch_answers WHERE app = ? AND batch_id = ? AND at >= ?")
-      .get(app, batchId, now - DEDUPE_KEEP_MS);
-    return r ? { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at } : undefined;
+    if (this.stored.ready && !this.stored.mayHave(answerKey(app, batchId))) return undefined;
+    return this.runs.get(app, batchId, now - DEDUPE_KEEP_MS);
   }
 
   /** Replays the write-ahead log records after `after` into the store, counters, quota and dedup map. */
@@ -480,89 +486,31 @@ export class Ingest {
     return this.wal.settle();
   }
 
-  private answerRows(keys: string[]): [number, string, string, number][] {
-    const rows: [number, string, string, number][] = [];
+  private answerRows(keys: string[]): StoredAnswer[] {
+    const rows: StoredAnswer[] = [];
     for (const k of keys) {
       const v = this.dedupe.get(k);
       if (!v) continue;
       const i = k.indexOf(":");
-      rows.push([Number(k.slice(0, i)), k.slice(i + 1), JSON.stringify(v.ans), v.at]);
+      rows.push({ app: Number(k.slice(0, i)), batchId: k.slice(i + 1), at: v.at, ...v.ans });
     }
     return rows;
   }
 
-  private answerSaver: ReturnType<typeof setInterval> | null = null;
-  private saverFailing = false;
-
-  /**
-   * Writes new batch answers to the metadata store a few hundred at a time between
-   * checkpoints. The log holds them already (replay restores them), so writing early is
-   * safe; left to the checkpoint, a busy hour's answers (10-14 µs a row) made one
-   * transaction that held the event loop 100 ms and more.
-   */
-  startAnswerSaver(everyMs = 50, maxRows = 150): void {
-    this.answerSaver = setInterval(() => this.saveAnswers(maxRows), everyMs);
-    this.answerSaver.unref?.();
-  }
-
-  stopAnswerSaver(): void {
-    if (this.answerSaver) clearInterval(this.answerSaver);
-    this.answerSaver = null;
-  }
-
-  /** Writes up to `max` answers not yet in the metadata store; the rest wait for the next call or the checkpoint. */
-  saveAnswers(max: number): number {
-    if (this.newAnswers.length === 0) return 0;
-    const keys = this.newAnswers.splice(0, max);
-    try {
-      this.writeAnswersUnsynced(this.answerRows(keys));
-    } catch (e) {
-      // The checkpoint writes them (and reports if it cannot either).
-      this.newAnswers = [...keys, ...this.newAnswers];
-      if (!this.saverFailing) this.d.log.warn("batch answers could not be written yet; the next checkpoint retries", { error: (e as Error).message });
-      this.saverFailing = true;
-      return 0;
-    }
-    this.saverFailing = false;
-    this.markKeysSaved(keys);
-    return keys.length;
+  /** Batch answers waiting for the next checkpoint (the scheduler checkpoints early when they pile up). */
+  get pendingAnswers(): number {
+    return this.newAnswers.length;
   }
 
   /**
-   * Writes answers in a transaction of their own that does not wait for an fsync. Safe:
-   * until a checkpoint has made the metadata store durable (syncToDisk, whose fsync of
-   * SQLite's log covers every transaction before it), the write-ahead log still holds each
-   * answer and replays it. About 10-20 µs a row on the event loop (random keys: a page
-   * written per row), so callers keep transactions small: a few ms each. (Blocks of
-   * answers, one row per save, cost far less to write, but finding a late retry's answer
-   * among a day's tens of thousands of blocks cost more than this saves: tried and undone.)
+   * A checkpoint's batch answers as a run of their own, durable when this resolves (the file
+   * is written and fsynced in the thread pool). Before the log that also holds them is dropped.
    */
-  private writeAnswersUnsynced(rows: [number, string, string, number][]): void {
-    if (rows.length === 0) return;
-    const db = this.d.db;
-    withoutSyncWait(db, () => db.transaction(() => this.writeAnswers(rows))());
+  async writeAnswerRun(s: IngestSnapshot): Promise<void> {
+    await this.runs.write(s.answers);
   }
 
-  /**
-   * A checkpoint's batch answers, a few hundred per transaction with the event loop free in
-   * between. Written inside the checkpoint's one transaction, a busy hour's answers (several
-   * thousand rows once the saver falls behind) held the loop 40-80 ms, and p99 with it.
-   * The checkpoint's transaction then has none left to write.
-   */
-  async writeAnswersInSteps(s: IngestSnapshot, rowsPerStep = 150): Promise<void> {
-    for (let i = 0; i < s.answers.length; i += rowsPerStep) {
-      this.writeAnswersUnsynced(s.answers.slice(i, i + rowsPerStep));
-      await new Promise<void>((r) => setImmediate(r));
-    }
-    s.answers = [];
-  }
-
-  private writeAnswers(rows: [number, string, string, number][]): void {
-    const ins = this.d.db.query("INSERT OR REPLACE INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)");
-    for (const a of rows) ins.run(...a);
-  }
-
-  /** These answers are committed to the metadata store: they may leave memory once old. */
+  /** These answers are in a run: they may leave memory once old. */
   private markKeysSaved(keys: string[]): void {
     for (const k of keys) {
       const v = this.dedupe.get(k);
@@ -586,9 +534,20 @@ export class Ingest {
     };
   }
 
-  /** A checkpoint committed: its batch answers are in the store and may leave memory. */
+  /** A checkpoint committed: its batch answers are in a run and may leave memory; runs merge in the background. */
   markSaved(s: IngestSnapshot): void {
     this.markKeysSaved(s.answerKeys);
+    this.compactAnswers().catch((e) => this.d.log.error("batch answer runs could not be merged", { error: (e as Error).message }));
+  }
+
+  /** Merges the answer runs of like size and drops those past keeping (answer-runs.ts). */
+  compactAnswers(): Promise<void> {
+    return this.runs.compact(this.d.now());
+  }
+
+  /** How the answer runs stand (tests, diagnostics). */
+  answerRunStats(): { runs: number; answers: number } {
+    return { runs: this.runs.runCount, answers: this.runs.size };
   }
 
   /** A checkpoint that failed: its batch answers are written by the next one. */
@@ -601,8 +560,6 @@ export class Ingest {
     const db = this.d.db;
     const up = db.query("INSERT INTO usage (app, day, outcome, count) VALUES (?, ?, ?, ?) ON CONFLICT(app, day, outcome) DO UPDATE SET count = excluded.count");
     for (const [app, day, counts] of s.usage) for (const [o, n] of Object.entries(counts)) up.run(app, day, o, n ?? 0);
-    this.writeAnswers(s.answers);
-    db.query("DELETE FROM batch_answers WHERE at < ?").run(this.d.now() - DEDUPE_KEEP_MS);
     this.stored.prune(this.d.now() - DEDUPE_KEEP_MS);
     const q = db.query("INSERT INTO quota (org, month, used) VALUES (?, ?, ?) ON CONFLICT(org, month) DO UPDATE SET used = excluded.used");
     for (const [org, month, used] of s.quota) q.run(org, month, used);
@@ -620,15 +577,17 @@ export class Ingest {
     for (const r of db.query<{ app: number; day: string; outcome: string; count: number }, []>("SELECT * FROM usage").all()) {
       this.usage.add(r.app, r.day, r.outcome as Outcome, r.count);
     }
-    // The last minutes only; older answers are looked up in the store when a retry comes.
-    for (const r of db.query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT * FROM batch_answers WHERE at >= ? ORDER BY at").all(this.d.now() - DEDUPE_MEMORY_MS)) {
-      this.dedupe.set(`${r.app}:${r.batch_id}`, { ans: JSON.parse(r.answer) as BatchAnswer, at: r.at, saved: true });
-    }
-    // Every stored id enters the filter (about 1 s per million answers, once at start-up).
-    this.stored = new SeenIds();
-    for (const r of db.query<{ app: number; batch_id: string; at: number }, [number]>("SELECT app, batch_id, at FROM batch_answers WHERE at >= ?").iterate(this.d.now() - DEDUPE_KEEP_MS)) {
-      this.stored.add(`${r.app}:${r.batch_id}`, r.at);
-    }
+    // Answers kept in the metadata store by earlier versions (batch_answers) move into a
+    // run once; the rows go only after the run is durable (a crash between leaves twins,
+    // which answer alike).
+    const legacy = db
+      .query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT app, batch_id, answer, at FROM batch_answers WHERE at >= ?")
+      .all(this.d.now() - DEDUPE_KEEP_MS)
+      .map((r) => ({ app: r.app, batchId: r.batch_id, at: r.at, ...(JSON.parse(r.answer) as BatchAnswer) }));
+    if (legacy.length) this.runs.writeSync(legacy);
+    for (const a of legacy) this.stored.add(answerKey(a.app, a.batchId), a.at);
+    db.exec("DELETE FROM batch_answers");
+    // The runs' ids entered the filter when they were opened (constructor).
     this.stored.ready = true;
     for (const r of db.query<{ org: number; month: string; used: number }, []>("SELECT * FROM quota").all()) this.quota.restore(r.org, r.month, r.used);
     const ws = db.query<{ value: Uint8Array }, []>("SELECT value FROM checkpoint WHERE key = 'web_sessions'").get();
@@ -650,6 +609,7 @@ export class Ingest {
 
   async close() {
     await this.wal.close();
+    await this.runs.close();
   }
 }
 

@@ -52,17 +52,25 @@ export class SeenIds {
 
   /** The two hashes of a key: 32 and 21 bits of one 53-bit hash (h2 odd, never 0). */
   private static hashes(key: string): [number, number] {
-    const h = hash53(key);
+    return SeenIds.split(hash53(key));
+  }
+
+  private static split(h: number): [number, number] {
     return [h % 4294967296, Math.floor(h / 4294967296) * 2 + 1];
   }
 
   add(key: string, at: number) {
+    this.addHash(hash53(key), at);
+  }
+
+  /** `add`, given the key's hash53 (as answer runs keep it). */
+  addHash(hash: number, at: number) {
     const day = Math.floor(at / DAY_MS);
     let layers = this.days.get(day);
     if (!layers) this.days.set(day, (layers = [new Layer(FIRST_CAPACITY)]));
     let last = layers[layers.length - 1]!;
     if (last.n >= last.capacity) layers.push((last = new Layer(last.capacity * 2)));
-    const [h1, h2] = SeenIds.hashes(key);
+    const [h1, h2] = SeenIds.split(hash);
     last.add(h1, h2);
   }
 

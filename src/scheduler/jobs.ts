@@ -11,12 +11,14 @@ import type { EventStore } from "../store/store.ts";
 export interface JobDeps {
   db: Db;
   log: Logger;
-  ingest: { rotateSalts(now: number): number };
+  ingest: { rotateSalts(now: number): number; readonly pendingAnswers: number };
   store: EventStore;
   /** Flushes the heads to partitions and drops the write-ahead log (checkpoint.ts). */
   checkpoint: () => Promise<unknown>;
   /** Heads past this many bytes are flushed without waiting for the hour. */
   headLimitBytes: number;
+  /** Batch answers waiting for a checkpoint past this many (each held in memory until then) flush early too. */
+  answerLimit?: number;
   runExports: () => Promise<unknown>;
   purgeExports: (now: number) => number;
   /** Deletes the event data of purged apps; the event store provides it. */
@@ -69,7 +71,7 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       name: "flush-if-large",
       pattern: "*/10 * * * * *",
       async run() {
-        if (d.store.headSize().bytes > d.headLimitBytes) await d.checkpoint();
+        if (d.store.headSize().bytes > d.headLimitBytes || d.ingest.pendingAnswers > (d.answerLimit ?? 200_000)) await d.checkpoint();
       },
     },
     {
