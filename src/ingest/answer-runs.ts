@@ -261,7 +261,9 @@ export class AnswerRuns {
       }
       const block = Math.max(0, lo - 1);
       const first = block * BLOCK;
-      const n = Math.min(2 * BLOCK, run.count - first);
+      // One block, unless the next one starts with this very hash.
+      const blocks = lo > 0 && lo < run.index.length && run.index[lo] === h ? 2 : 1;
+      const n = Math.min(blocks * BLOCK, run.count - first);
       readFull(run.fd, buf, n * ENTRY, HEADER + first * ENTRY);
       for (let k = 0; k < n; k++) {
         const o = k * ENTRY;
