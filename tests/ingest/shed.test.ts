@@ -1,0 +1,42 @@
+// The load shedder's collections: over the collection bound it asks for a concurrent
+// collection (the event loop keeps running); only within 64 MiB of the shedding bound does
+// it stop the loop for a synchronous one, and each of those is reported.
+
+import { describe, expect, test } from "bun:test";
+import { LoadShedder } from "../../src/ingest/shed.ts";
+
+const MIB = 1024 * 1024;
+
+describe("LoadShedder collections", () => {
+  test("far from the shedding bound: concurrent collections only, none reported", async () => {
+    const reported: unknown[] = [];
+    const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: Number.MAX_SAFE_INTEGER, gcAboveBytes: 0 }, (i) => reported.push(i));
+    s.start();
+    try {
+      await Bun.sleep(200);
+      expect(s.askedGc).toBeGreaterThanOrEqual(1);
+      expect(s.forcedGc.count).toBe(0);
+      expect(reported).toEqual([]);
+    } finally {
+      s.stop();
+    }
+  });
+
+  test("near the shedding bound: a synchronous collection, reported with its duration", async () => {
+    const reported: { rss_before_mb: number; rss_after_mb: number; ms: number }[] = [];
+    const rss = process.memoryUsage.rss();
+    // The shedding bound 32 MiB above what the process holds: inside the urgent margin.
+    const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: rss + 32 * MIB, gcAboveBytes: 0 }, (i) => reported.push(i));
+    s.start();
+    try {
+      await Bun.sleep(200);
+      expect(s.forcedGc.count).toBeGreaterThanOrEqual(1);
+      expect(s.askedGc).toBe(0);
+      expect(reported.length).toBe(s.forcedGc.count);
+      expect(reported[0]!.rss_before_mb).toBeGreaterThan(0);
+      expect(reported[0]!.ms).toBeGreaterThanOrEqual(0);
+    } finally {
+      s.stop();
+    }
+  });
+});
