@@ -137,6 +137,7 @@ export class Ingest {
   constructor(private d: IngestDeps) {
     this.shedder = new LoadShedder(d.shed ?? { maxLagMs: 1000, maxInFlight: 10_000, maxRssBytes: Number.MAX_SAFE_INTEGER, gcAboveBytes: Number.MAX_SAFE_INTEGER }, (info) =>
       d.log.info("memory over the collection bound: garbage collected at once", info),
+      (info) => d.log.info("memory over the collection bound: garbage collection asked for", info),
     );
     this.keys = new KeyCache(d.db, d.now);
     this.quota = new Quota(d.hardLimitPercent);

@@ -43,8 +43,10 @@ export class LoadShedder {
 
   constructor(
     private o: ShedOptions,
-    /** Told of each forced collection (the log: it holds the event loop, so it should be visible). */
+    /** Told of each synchronous collection (the log: it holds the event loop, so it should be visible). */
     private onForcedGc?: (info: { rss_before_mb: number; rss_after_mb: number; ms: number }) => void,
+    /** Told of each concurrent collection asked for (the log: each marks the whole heap). */
+    private onAskedGc?: (info: { rss_mb: number }) => void,
   ) {}
 
   start(): void {
@@ -84,6 +86,7 @@ export class LoadShedder {
           Bun.gc(false);
           this.asked = { at: t, rss: before };
           this.askedGc++;
+          this.onAskedGc?.({ rss_mb: Math.round(before / 1048576) });
         }
       }
     }, period);
