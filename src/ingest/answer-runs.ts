@@ -197,11 +197,15 @@ export class AnswerRuns {
     const file = join(this.dir, `${seq}.run`);
     const fh = await openAsync(`${file}.tmp`, "w");
     try {
-      await fh.write(bytes, 0, bytes.length, 0);
+      await writeAllAt(fh, bytes, bytes.length, 0);
       await fh.sync();
-    } finally {
-      await fh.close();
+      await checkSize(fh, bytes.length);
+    } catch (e) {
+      await fh.close().catch(() => {});
+      await rmAsync(`${file}.tmp`, { force: true });
+      throw e;
     }
+    await fh.close();
     await renameAsync(`${file}.tmp`, file);
     await syncDir(this.dir);
     this.install({ seq, file, fd: openSync(file, "r"), count: answers.length, oldest, newest, index });
@@ -364,30 +368,39 @@ export class AnswerRuns {
           if (at > newest) newest = at;
           count++;
           if (++fill === STEP) {
-            await fh.write(out, 0, fill * ENTRY, HEADER + (count - fill) * ENTRY);
+            await writeAllAt(fh, out, fill * ENTRY, HEADER + (count - fill) * ENTRY);
             fill = 0;
+            // Stopping: the inputs stay as they are (a stop must not wait for a big merge).
+            if (this.closed) throw new Stopped();
           }
         }
         if (++r.pos >= r.n && r.next < r.run.count) await refill(r);
       }
-      if (fill > 0) await fh.write(out, 0, fill * ENTRY, HEADER + (count - fill) * ENTRY);
+      if (fill > 0) await writeAllAt(fh, out, fill * ENTRY, HEADER + (count - fill) * ENTRY);
       const head = new Uint8Array(HEADER);
       header(new DataView(head.buffer), count, count ? oldest : 0, count ? newest : 0);
-      await fh.write(head, 0, HEADER, 0);
+      await writeAllAt(fh, head, HEADER, 0);
       await fh.sync();
+      await checkSize(fh, HEADER + count * ENTRY);
     } catch (e) {
       await fh.close().catch(() => {});
       await rmAsync(`${file}.tmp`, { force: true });
-      this.log.error("batch answer runs could not be merged; they stay as they are", { error: (e as Error).message });
+      if (!(e instanceof Stopped)) this.log.error("batch answer runs could not be merged; they stay as they are", { error: (e as Error).message });
       return false;
     } finally {
       await fh.close().catch(() => {});
     }
-    await renameAsync(`${file}.tmp`, file);
-    await syncDir(this.dir);
-    // Installed before the inputs go, so every answer is in some listed run at every moment.
-    if (count > 0) this.install({ seq, file, fd: openSync(file, "r"), count, oldest, newest, index: Float64Array.from(index) });
-    else await rmAsync(file, { force: true });
+    try {
+      await renameAsync(`${file}.tmp`, file);
+      await syncDir(this.dir);
+      // Installed before the inputs go, so every answer is in some listed run at every moment.
+      if (count > 0) this.install({ seq, file, fd: openSync(file, "r"), count, oldest, newest, index: Float64Array.from(index) });
+      else await rmAsync(file, { force: true });
+    } catch (e) {
+      // The inputs still hold every answer; a merged file left on disk only repeats them.
+      this.log.error("a merged batch answer run could not be installed; its inputs stay", { error: (e as Error).message });
+      return false;
+    }
     for (const run of inputs) await this.retire(run);
     return true;
   }
@@ -411,6 +424,24 @@ function sameEntryKey(a: Uint8Array, ao: number, b: Uint8Array, bo: number): boo
   for (let j = 16; j < 20; j++) if (a[ao + j] !== b[bo + j]) return false;
   for (let j = 32; j < 48; j++) if (a[ao + j] !== b[bo + j]) return false;
   return true;
+}
+
+class Stopped extends Error {}
+
+/** write(2) may write less than asked (a disk filling up) without failing: loop until all is written. */
+async function writeAllAt(fh: FileHandle, buf: Uint8Array, length: number, position: number) {
+  let off = 0;
+  while (off < length) {
+    const { bytesWritten } = await fh.write(buf, off, length - off, position + off);
+    if (bytesWritten <= 0) throw new Error("batch answer run: nothing written (disk full?)");
+    off += bytesWritten;
+  }
+}
+
+/** A run is installed only when its file holds every byte its header promises. */
+async function checkSize(fh: FileHandle, expected: number) {
+  const { size } = await fh.stat();
+  if (size !== expected) throw new Error(`batch answer run is ${size} bytes, ${expected} expected`);
 }
 
 function readFull(fd: number, buf: Uint8Array, length: number, position: number) {

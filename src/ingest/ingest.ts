@@ -420,7 +420,13 @@ export class Ingest {
   /** A batch answered minutes ago or more (or before the last start-up): the runs. */
   private storedAnswer(app: number, batchId: string, now: number): { ans: BatchAnswer; at: number } | undefined {
     if (this.stored.ready && !this.stored.mayHave(answerKey(app, batchId))) return undefined;
-    return this.runs.get(app, batchId, now - DEDUPE_KEEP_MS);
+    try {
+      return this.runs.get(app, batchId, now - DEDUPE_KEEP_MS);
+    } catch (e) {
+      // Unreadable runs: answering "new" could store a retried batch twice, so the SDK waits.
+      this.d.log.error("batch answer runs could not be read", { error: (e as Error).message });
+      throw refuse("unavailable", "storage_unavailable", "Earlier batch answers cannot be read right now; retry with backoff.", 5);
+    }
   }
 
   /** Replays the write-ahead log records after `after` into the store, counters, quota and dedup map. */
@@ -583,12 +589,20 @@ export class Ingest {
     // Answers kept in the metadata store by earlier versions (batch_answers) move into a
     // run once; the rows go only after the run is durable (a crash between leaves twins,
     // which answer alike).
-    const legacy = db
+    // In runs of 100,000, so that a large table is never all in memory at once.
+    let legacy: StoredAnswer[] = [];
+    const move = () => {
+      this.runs.writeSync(legacy);
+      for (const a of legacy) this.stored.add(answerKey(a.app, a.batchId), a.at);
+      legacy = [];
+    };
+    for (const r of db
       .query<{ app: number; batch_id: string; answer: string; at: number }, [number]>("SELECT app, batch_id, answer, at FROM batch_answers WHERE at >= ?")
-      .all(this.d.now() - DEDUPE_KEEP_MS)
-      .map((r) => ({ app: r.app, batchId: r.batch_id, at: r.at, ...(JSON.parse(r.answer) as BatchAnswer) }));
-    if (legacy.length) this.runs.writeSync(legacy);
-    for (const a of legacy) this.stored.add(answerKey(a.app, a.batchId), a.at);
+      .iterate(this.d.now() - DEDUPE_KEEP_MS)) {
+      legacy.push({ app: r.app, batchId: r.batch_id, at: r.at, ...(JSON.parse(r.answer) as BatchAnswer) });
+      if (legacy.length >= 100_000) move();
+    }
+    if (legacy.length) move();
     db.exec("DELETE FROM batch_answers");
     // The runs' ids entered the filter when they were opened (constructor).
     this.stored.ready = true;

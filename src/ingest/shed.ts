@@ -33,6 +33,8 @@ export class LoadShedder {
   readonly shed = { lag: 0, in_flight: 0, memory: 0 };
   private timer: ReturnType<typeof setInterval> | null = null;
   private lastGc = -Infinity;
+  private lastSyncGc = -Infinity;
+  private syncEveryMs = 1000;
   private gcEveryMs = 1000;
 
   /** Synchronous collections since start, and the ms they held the event loop (logs, figures). */
@@ -71,23 +73,26 @@ export class LoadShedder {
       // load that the memory could take. A concurrent collection first: a synchronous one
       // held the event loop 400-700 ms under the ingest bench (every request waiting).
       // Only close to the shedding bound is the loop stopped for a full one.
-      if (this.rss > this.o.gcAboveBytes && t - this.lastGc > this.gcEveryMs) {
-        this.lastGc = t;
-        const before = this.rss;
-        if (this.rss > this.o.maxRssBytes - URGENT_MARGIN) {
+      // (Each kind backs off on its own: concurrent ones that free little must not delay
+      // the synchronous one that stands between the process and shedding.)
+      const before = this.rss;
+      if (this.rss > this.o.maxRssBytes - URGENT_MARGIN) {
+        if (t - this.lastSyncGc > this.syncEveryMs) {
+          this.lastSyncGc = t;
           Bun.gc(true);
           this.rss = process.memoryUsage.rss();
           const ms = performance.now() - t;
           this.forcedGc.count++;
           this.forcedGc.ms += ms;
           this.onForcedGc?.({ rss_before_mb: Math.round(before / 1048576), rss_after_mb: Math.round(this.rss / 1048576), ms: Math.round(ms) });
-          this.gcEveryMs = this.rss > before * 0.95 ? Math.min(this.gcEveryMs * 2, 60_000) : 1000;
-        } else {
-          Bun.gc(false);
-          this.asked = { at: t, rss: before };
-          this.askedGc++;
-          this.onAskedGc?.({ rss_mb: Math.round(before / 1048576) });
+          this.syncEveryMs = this.rss > before * 0.95 ? Math.min(this.syncEveryMs * 2, 60_000) : 1000;
         }
+      } else if (this.rss > this.o.gcAboveBytes && t - this.lastGc > this.gcEveryMs) {
+        this.lastGc = t;
+        Bun.gc(false);
+        this.asked = { at: t, rss: before };
+        this.askedGc++;
+        this.onAskedGc?.({ rss_mb: Math.round(before / 1048576) });
       }
     }, period);
     this.timer.unref?.();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { gzipSync } from "node:zlib";
-import { writeFileSync } from "node:fs";
+import { readdirSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { errorCode, startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
 import { batch, ev, newApp, ownerHeaders, sendBatch, SYSTEM } from "../helpers/ingest.ts";
@@ -394,6 +394,36 @@ describe("quota and restarts", () => {
       const again = await sendBatch(t.url, a.key, batch([ev("other", { ts: new Date(clock.ms).toISOString() })]), { batchId: id });
       expect(await again.json()).toEqual(first);
       expect(t.server.services.store.count(a.appId)).toBe(5);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  test("when the stored answers cannot be read, a retry gets 503 storage_unavailable, never a second copy", async () => {
+    const clock = new TestClock();
+    const dir = tempDir("sextant-unreadable-runs-");
+    const t = await startTestServer({ dataDir: dir }, { clock });
+    try {
+      const o = await ownerHeaders(t, "unreadable@example.com");
+      const a = await newApp(t, o);
+      const id = crypto.randomUUID();
+      const at = () => new Date(clock.ms).toISOString();
+      expect((await sendBatch(t.url, a.key, batch([ev("x", { ts: at() })]), { batchId: id })).status).toBe(200);
+      await t.server.services.scheduler.run("flush");
+      // The run holding the answer loses its tail under the running server.
+      const runs = readdirSync(join(dir, "answers")).filter((n) => n.endsWith(".run"));
+      expect(runs.length).toBe(1);
+      truncateSync(join(dir, "answers", runs[0]!), 40);
+      clock.advance(86_400_000);
+      for (let i = 0; i < 3; i++) {
+        clock.advance(61_000);
+        await sendBatch(t.url, a.key, batch([ev("z", { ts: at() })]));
+      }
+      const again = await sendBatch(t.url, a.key, batch([ev("other", { ts: at() })]), { batchId: id });
+      expect(again.status).toBe(503);
+      expect(await errorCode(again)).toBe("storage_unavailable");
+      expect(Number(again.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect([...t.server.services.store.events(a.appId)].map((e) => e.name).sort()).toEqual(["x", "z", "z", "z"]);
     } finally {
       await t.stop();
     }

@@ -115,6 +115,26 @@ describe("AnswerRuns", () => {
     await runs.close();
   });
 
+  test("a stop during a merge leaves the inputs whole and no temp file; every answer is still found", async () => {
+    const dir = tempDir("sextant-runs-stop-");
+    const runs = AnswerRuns.open(dir, log, KEEP);
+    const all: StoredAnswer[] = [];
+    // Four runs of like size, each several merge steps long.
+    for (let i = 0; i < 4; i++) {
+      const a = answers(20_000, 40 + i);
+      await runs.write(a);
+      all.push(...a);
+    }
+    const merging = runs.compact(T0 + DAY);
+    await runs.close();
+    await merging;
+    expect(readdirSync(dir).sort()).toEqual(["1.run", "2.run", "3.run", "4.run"]);
+    const again = AnswerRuns.open(dir, log, KEEP);
+    expect(again.size).toBe(all.length);
+    for (const a of all.filter((_, i) => i % 7 === 0)) expect(again.get(a.app, a.batchId, 0)).toEqual(expected(a));
+    await again.close();
+  });
+
   test("a cut-short write's temp file is deleted at opening; a damaged run is skipped with a warning and kept", async () => {
     const dir = tempDir("sextant-runs-crash-");
     const runs = AnswerRuns.open(dir, log, KEEP);
