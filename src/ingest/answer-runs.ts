@@ -326,10 +326,13 @@ export class AnswerRuns {
     const readers = inputs.map((run) => ({ run, buf: new Uint8Array(STEP * ENTRY), view: null as unknown as DataView, pos: 0, n: 0, next: 0 }));
     for (const r of readers) r.view = new DataView(r.buf.buffer);
     const out = new Uint8Array(STEP * ENTRY);
-    const outView = new DataView(out.buffer);
     const index: number[] = [];
     let count = 0;
     let fill = 0;
+    // The entry written last (kept apart from `out`, which a step empties): copies of one
+    // answer arrive next to each other, from different inputs.
+    const last = new Uint8Array(ENTRY);
+    let lastH = NaN;
     let oldest = Infinity;
     let newest = -Infinity;
     const fh: FileHandle = await openAsync(`${file}.tmp`, "w");
@@ -360,9 +363,11 @@ export class AnswerRuns {
         const r = readers[best]!;
         const o = r.pos * ENTRY;
         const at = r.view.getFloat64(o + 8, true);
-        const twin = fill > 0 && bestH === outView.getFloat64((fill - 1) * ENTRY, true) && sameEntryKey(r.buf, o, out, (fill - 1) * ENTRY);
+        const twin = bestH === lastH && sameEntryKey(r.buf, o, last, 0);
         if (at >= cutoff && !twin) {
           out.set(r.buf.subarray(o, o + ENTRY), fill * ENTRY);
+          last.set(r.buf.subarray(o, o + ENTRY));
+          lastH = bestH;
           if (count % BLOCK === 0) index.push(bestH);
           if (at < oldest) oldest = at;
           if (at > newest) newest = at;

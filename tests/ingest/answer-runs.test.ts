@@ -95,6 +95,19 @@ describe("AnswerRuns", () => {
     await runs.close();
   });
 
+  test("copies of many answers in four runs (a crash after a merge's rename, then the same merge again) come out once, across merge steps", async () => {
+    const dir = tempDir("sextant-runs-copies-");
+    const runs = AnswerRuns.open(dir, log, KEEP);
+    const same = answers(5000, 50);
+    for (let i = 0; i < 4; i++) await runs.write(same);
+    expect(runs.size).toBe(20_000);
+    await runs.compact(T0 + DAY);
+    expect(runs.runCount).toBe(1);
+    expect(runs.size).toBe(5000);
+    for (const a of same.filter((_, i) => i % 5 === 0)) expect(runs.get(a.app, a.batchId, 0)).toEqual(expected(a));
+    await runs.close();
+  });
+
   test("answers past keeping leave at merges, and runs wholly past keeping are deleted", async () => {
     const dir = tempDir("sextant-runs-expire-");
     const runs = AnswerRuns.open(dir, log, KEEP);
