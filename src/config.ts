@@ -98,7 +98,7 @@ export const OPTIONS = [
     flag: "--data-dir",
     unit: "path",
     defaultText: "./data",
-    description: "Directory for the metadata database, the write-ahead log and event partitions.",
+    description: "Directory for the metadata database, the write-ahead log, event partitions and the batch answers kept for retries.",
     accepts: "a directory path",
     fallback: () => "./data",
     parse: nonEmpty,
