@@ -1,9 +1,9 @@
 // A checkpoint makes everything in the write-ahead log durable elsewhere, so the log can
 // be dropped: the store's heads become Parquet partitions tagged with the checkpoint's
 // generation, then the batch answers as a sorted run of their own (ingest/answer-runs.ts,
-// written and fsynced in the thread pool), then ingest's other state (usage, quota, open web sessions), the rollups and
-// that sequence in one transaction, then SQLite's files are fsynced (in the thread pool),
-// then the log's segments are deleted.
+// written and fsynced in the thread pool), then ingest's other state (usage, quota, open
+// web sessions), the rollups and that sequence in one transaction, then SQLite's files are
+// fsynced (in the thread pool), then the log's segments are deleted.
 //
 // Crash at any point: before the transaction, the new partitions carry a tag above the
 // recorded generation and are deleted at start-up, and the log replays those events; after

@@ -1,8 +1,8 @@
 // Opens the metadata store (bun:sqlite in the data directory) and brings its schema
 // up to date. WAL mode lets readers proceed while one writer commits; synchronous=FULL
 // because these rows (keys, tokens, billing) are few and must survive a power cut. The
-// ingest path's own writes (batch answers, checkpoints) are the exception: covered by the
-// write-ahead log until makeDurable has run, they commit without waiting for an fsync.
+// checkpoint's transaction is the exception: covered by the write-ahead log until
+// makeDurable has run, it commits without waiting for an fsync.
 
 import { Database } from "bun:sqlite";
 import { existsSync, mkdirSync } from "node:fs";

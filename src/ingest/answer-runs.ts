@@ -14,11 +14,12 @@
 // at (f64, ms), app (u32), accepted (u16), dropped (u16), reason (u8), 7 bytes unused, the
 // batch id's 16 bytes. Little-endian.
 
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, read, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, mkdirSync, openSync, read, readdirSync, readSync, rmSync } from "node:fs";
 import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../log.ts";
 import { hash53 } from "../util/hash.ts";
+import { writeAtomic } from "../store/atomic.ts";
 
 const MAGIC = 0x534e4158; // "XANS"
 const VERSION = 1;
@@ -217,21 +218,7 @@ export class AnswerRuns {
     const { bytes, index, oldest, newest } = encodeRun(answers);
     const seq = this.nextSeq++;
     const file = join(this.dir, `${seq}.run`);
-    const fd = openSync(`${file}.tmp`, "w");
-    try {
-      let off = 0;
-      while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(`${file}.tmp`, file);
-    const d = openSync(this.dir, "r");
-    try {
-      fsyncSync(d);
-    } finally {
-      closeSync(d);
-    }
+    writeAtomic(file, bytes);
     this.install({ seq, file, fd: openSync(file, "r"), count: answers.length, oldest, newest, index });
   }
 
