@@ -121,7 +121,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   d.store.finishFlush(heads, written);
   d.ingest.markSaved(ingestState);
   if (crashAt === "after-commit") throw new SimulatedCrash(crashAt);
-  if (durable) d.ingest.dropLog(seq);
+  if (durable) await d.ingest.dropLog(seq);
   const ms = Math.round(performance.now() - t0);
   if (events > 0) d.log.info("checkpoint", { seq, gen, files: written.length, events, ms, sync_ms: syncMs });
   return { seq, gen, files: written.length, events, ms };

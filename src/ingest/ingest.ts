@@ -612,7 +612,7 @@ export class Ingest {
   }
 
   /** After a checkpoint covering `through`: the log's segments go, new records start a new one. */
-  dropLog(through: number): number {
+  dropLog(through: number): Promise<number> {
     return this.wal.dropThrough(through);
   }
 

@@ -9,8 +9,9 @@
 // (a write torn by a crash), truncating it there. After any failed write the log moves
 // to a new segment, so bytes of a failed write can never sit in front of later records.
 
-import { closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import type { Logger } from "../log.ts";
 import { InlineWriter, WorkerWriter, type WalWriter } from "./wal-writer.ts";
 
@@ -295,23 +296,22 @@ export class Wal {
    * in flight and everything is covered (the checkpoint case), that is every segment: the
    * writer is told to start a new one for the next record.
    */
-  dropThrough(upTo: number): number {
-    let removed = 0;
+  async dropThrough(upTo: number): Promise<number> {
     const idle = !this.flushing && this.pending.records === 0;
+    let gone: { first: number; file: string }[] = [];
     if (idle && this.lastSeq <= upTo && this.segments.length > 0) {
       this.writer?.roll();
-      for (const seg of this.segments) rmSync(seg.file, { force: true });
-      removed = this.segments.length;
+      gone = this.segments;
       this.segments = [];
-      return removed;
+    } else {
+      // A segment ends where the next one starts; the newest one stays open.
+      while (this.segments.length > 1 && this.segments[1]!.first - 1 <= upTo) gone.push(this.segments.shift()!);
     }
-    // A segment ends where the next one starts; the newest one stays open.
-    while (this.segments.length > 1 && this.segments[1]!.first - 1 <= upTo) {
-      const seg = this.segments.shift()!;
-      rmSync(seg.file, { force: true });
-      removed++;
-    }
-    return removed;
+    // Unlinked in the thread pool: a large segment's unlink held the event loop 6-28 ms.
+    // Segments are out of the list already; a crash before the unlink only leaves records
+    // that replay skips (all at or below the checkpoint's sequence).
+    await Promise.all(gone.map((seg) => rm(seg.file, { force: true })));
+    return gone.length;
   }
 
   /** Bytes on disk across segments. */
