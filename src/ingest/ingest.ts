@@ -27,7 +27,7 @@ import { WebSessions } from "./web-sessions.ts";
 import { Wal, WalWriteError } from "./wal.ts";
 import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
 import { safeEqual, sha256 } from "../util/secrets.ts";
-import { hash53, utcDay } from "../util/hash.ts";
+import { utcDay } from "../util/hash.ts";
 
 export const MAX_BATCH_BYTES = 512 * 1024;
 export const MAX_WEB_BYTES = 16 * 1024;
