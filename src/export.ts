@@ -53,7 +53,9 @@ async function exportJob(d: ExportDeps, job: JobRow) {
   const token = randomToken(32);
   const ext = format === "csv" ? "csv" : "parquet";
   const file = join(d.dir, `${job.id}-${sha256(token).slice(0, 16)}.${ext}`);
-  const chunks = d.store.chunks(app, -Infinity, Infinity);
+  // Copies of the heads: writing a CSV yields to the event loop, and a flush meanwhile
+  // hands a head's arrays on to new events.
+  const chunks = d.store.snapshot(app);
   const rows = format === "csv" ? await writeCsv(file, chunks) : writeParquet(file, chunks);
   const now = d.now();
   const expires = now + EXPORT_TTL_MS;

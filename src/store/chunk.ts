@@ -13,22 +13,46 @@ export const CTX_DIMS = STRING_DIMS.filter((d) => d !== "pathname") as Exclude<S
 export type CtxDim = (typeof CTX_DIMS)[number];
 
 export class Dict {
-  readonly values: string[] = [""];
-  private index = new Map<string, number>([["", 0]]);
+  readonly values: string[];
+  /**
+   * value -> code, built on first use: a dictionary rebuilt from its values (a partition
+   * handed back by the flush worker) is mostly only read by code, and building the map
+   * there cost the event loop more than the rest of taking the partition in.
+   */
+  private index: Map<string, number> | null;
+
+  constructor(values?: string[]) {
+    this.values = values ?? [""];
+    this.index = values ? null : new Map([["", 0]]);
+  }
+
+  /** A dictionary over `values` (values[0] must be ""), taking the array as it is. */
+  static of(values: string[]): Dict {
+    return new Dict(values);
+  }
+
+  private map(): Map<string, number> {
+    if (this.index) return this.index;
+    const m = new Map<string, number>();
+    // The first code of a value wins, as code() would have given it.
+    for (let i = this.values.length - 1; i >= 0; i--) m.set(this.values[i]!, i);
+    return (this.index = m);
+  }
 
   code(s: string): number {
-    let c = this.index.get(s);
+    const index = this.index ?? this.map();
+    let c = index.get(s);
     if (c === undefined) {
       c = this.values.length;
       this.values.push(s);
-      this.index.set(s, c);
+      index.set(s, c);
     }
     return c;
   }
 
   /** The code of a value, or -1 when this dictionary has never seen it. */
   find(s: string): number {
-    return this.index.get(s) ?? -1;
+    return (this.index ?? this.map()).get(s) ?? -1;
   }
 
   get size() {
@@ -117,11 +141,23 @@ export function derive<T>(c: Chunk, key: string, build: () => T, bytes: (v: T) =
 
 // ---- growable typed arrays --------------------------------------------------------------
 
-function grow<T extends Float64Array | Uint32Array | Uint8Array>(a: T, need: number): T {
+// A head's arrays live in SharedArrayBuffers: a flush hands the flush worker views of them
+// rather than copies (the head is frozen by then and queries go on reading it), and once
+// the flush is done they go to the app's next head (EventStore's pool) instead of being
+// grown again from nothing. See EventStore.finishFlush for the figures.
+
+type Growable = Float64Array | Uint32Array | Uint8Array;
+type SharedCtor<T> = { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number };
+
+function shared<T extends Growable>(ctor: SharedCtor<T>, n: number): T {
+  return new ctor(new SharedArrayBuffer(n * ctor.BYTES_PER_ELEMENT));
+}
+
+function grow<T extends Growable>(a: T, need: number): T {
   if (need <= a.length) return a;
   let cap = Math.max(16, a.length * 2);
   while (cap < need) cap *= 2;
-  const b = new (a.constructor as new (n: number) => T)(cap);
+  const b = shared(a.constructor as unknown as SharedCtor<T>, cap);
   b.set(a);
   return b;
 }
@@ -132,18 +168,48 @@ function newDicts(): Chunk["dicts"] {
   return d;
 }
 
+/**
+ * A dims object's context values in CTX_DIMS order, into `out`. Read by name: a read by a
+ * changing property name (dims[CTX_DIMS[k]]) is the engine's slow path, and it cost web
+ * events about a sixth of their append (690 against 570 ns an event in a micro-benchmark
+ * of web-like events, one new context per visit). tests/store/chunk.test.ts checks the
+ * order against CTX_DIMS.
+ */
+export function ctxValues(d: StoredEvent["dims"], out: string[]): string[] {
+  out[0] = d.country;
+  out[1] = d.platform;
+  out[2] = d.os_name;
+  out[3] = d.os_version;
+  out[4] = d.app_version;
+  out[5] = d.app_build;
+  out[6] = d.device_model;
+  out[7] = d.locale;
+  out[8] = d.sdk;
+  out[9] = d.browser;
+  out[10] = d.device_type;
+  out[11] = d.hostname;
+  out[12] = d.referrer;
+  out[13] = d.referrer_source;
+  out[14] = d.utm_source;
+  out[15] = d.utm_medium;
+  out[16] = d.utm_campaign;
+  out[17] = d.utm_content;
+  out[18] = d.utm_term;
+  return out;
+}
+
 /** The mutable head of one app: takes appends, is read through the Chunk interface. */
 export class HeadChunk implements Chunk {
   n = 0;
   nctx = 0;
-  ts = new Float64Array(64);
-  name = new Uint32Array(64);
-  pathname = new Uint32Array(64);
-  ctx = new Uint32Array(64);
-  session = new Float64Array(16);
-  visitor = new Float64Array(16);
-  debug = new Uint8Array(16);
-  dims = Object.fromEntries(CTX_DIMS.map((d) => [d, new Uint32Array(16)])) as Record<CtxDim, Uint32Array>;
+  ts: Float64Array;
+  name: Uint32Array;
+  pathname: Uint32Array;
+  ctx: Uint32Array;
+  session: Float64Array;
+  visitor: Float64Array;
+  debug: Uint8Array;
+  dims: Record<CtxDim, Uint32Array>;
   dicts = newDicts();
   sp = new Map<string, StringProp & { codes: Uint32Array }>();
   np = new Map<string, NumberProp>();
@@ -160,10 +226,43 @@ export class HeadChunk implements Chunk {
   private lastCtx = -1;
   // The context columns and dictionaries in CTX_DIMS order: indexed by number in the
   // per-event loops (a lookup by a changing property name is the engine's slow path).
-  private dimList = CTX_DIMS.map((d) => this.dims[d]);
+  private dimList: Uint32Array[];
   private dictList = CTX_DIMS.map((d) => this.dicts[d]);
+  /** Property arrays of the head this one took its arrays from, by key, taken as keys come. */
+  private spare: { sp: Map<string, StringProp & { codes: Uint32Array }>; np: Map<string, NumberProp> } | null = null;
+  /** The context values of the event being appended, in CTX_DIMS order (ctxValues). */
+  private vals: string[] = CTX_DIMS.map(() => "");
 
-  constructor(readonly app: number) {}
+  /**
+   * `reuse`: a flushed head of the same app that nothing reads any more, whose arrays (at
+   * the size they grew to) this head writes over from the start.
+   */
+  constructor(
+    readonly app: number,
+    reuse?: HeadChunk,
+  ) {
+    if (reuse) {
+      this.ts = reuse.ts;
+      this.name = reuse.name;
+      this.pathname = reuse.pathname;
+      this.ctx = reuse.ctx;
+      this.session = reuse.session;
+      this.visitor = reuse.visitor;
+      this.debug = reuse.debug;
+      this.dims = reuse.dims;
+      this.spare = { sp: reuse.sp, np: reuse.np };
+    } else {
+      this.ts = shared(Float64Array, 64);
+      this.name = shared(Uint32Array, 64);
+      this.pathname = shared(Uint32Array, 64);
+      this.ctx = shared(Uint32Array, 64);
+      this.session = shared(Float64Array, 16);
+      this.visitor = shared(Float64Array, 16);
+      this.debug = shared(Uint8Array, 16);
+      this.dims = Object.fromEntries(CTX_DIMS.map((d) => [d, shared(Uint32Array, 16)])) as Record<CtxDim, Uint32Array>;
+    }
+    this.dimList = CTX_DIMS.map((d) => this.dims[d]);
+  }
 
   append(e: StoredEvent): void {
     const i = this.n;
@@ -181,7 +280,7 @@ export class HeadChunk implements Chunk {
     if (e.ts > this.maxTs) this.maxTs = e.ts;
     for (const k in e.sp) {
       let p = this.sp.get(k);
-      if (!p) this.sp.set(k, (p = { n: 0, rows: new Uint32Array(16), codes: new Uint32Array(16), dict: new Dict() }));
+      if (!p) this.sp.set(k, (p = this.newTextProp(k)));
       if (p.n >= p.rows.length) {
         p.rows = grow(p.rows, p.n + 1);
         p.codes = grow(p.codes, p.n + 1);
@@ -191,7 +290,7 @@ export class HeadChunk implements Chunk {
     }
     for (const k in e.np) {
       let p = this.np.get(k);
-      if (!p) this.np.set(k, (p = { n: 0, rows: new Uint32Array(16), vals: new Float64Array(16) }));
+      if (!p) this.np.set(k, (p = this.newNumberProp(k)));
       if (p.n >= p.rows.length) {
         p.rows = grow(p.rows, p.n + 1);
         p.vals = grow(p.vals, p.n + 1);
@@ -202,16 +301,27 @@ export class HeadChunk implements Chunk {
     this.n = i + 1;
   }
 
+  private newTextProp(k: string): StringProp & { codes: Uint32Array } {
+    const s = this.spare?.sp.get(k);
+    return { n: 0, rows: s ? s.rows : shared(Uint32Array, 16), codes: s ? s.codes : shared(Uint32Array, 16), dict: new Dict() };
+  }
+
+  private newNumberProp(k: string): NumberProp {
+    const s = this.spare?.np.get(k);
+    return { n: 0, rows: s ? s.rows : shared(Uint32Array, 16), vals: s ? s.vals : shared(Float64Array, 16) };
+  }
+
   private contextOf(e: StoredEvent): number {
     // Events of one batch share their dims object: the common case costs a comparison.
     const last = this.lastCtx;
     if (last >= 0 && e.dims === this.lastDims && this.session[last] === e.session && this.visitor[last] === e.visitor && this.debug[last] === (e.debug ? 1 : 0)) {
       return last;
     }
+    const vals = ctxValues(e.dims, this.vals);
     const key = pairKey(e.session, e.visitor);
     const list = this.byPair.get(key);
     if (list) {
-      for (const c of list) if (this.sameContext(c, e)) return this.remember(c, e);
+      for (const c of list) if (this.sameContext(c, e, vals)) return this.remember(c, e);
     }
     const c = this.nctx++;
     if (c >= this.session.length) {
@@ -226,8 +336,7 @@ export class HeadChunk implements Chunk {
     this.debug[c] = e.debug ? 1 : 0;
     const cols = this.dimList;
     const dicts = this.dictList;
-    const v = e.dims;
-    for (let k = 0; k < cols.length; k++) cols[k]![c] = dicts[k]!.code(v[CTX_DIMS[k]!]);
+    for (let k = 0; k < cols.length; k++) cols[k]![c] = dicts[k]!.code(vals[k]!);
     if (list) list.push(c);
     else this.byPair.set(key, [c]);
     return this.remember(c, e);
@@ -239,18 +348,52 @@ export class HeadChunk implements Chunk {
     return c;
   }
 
-  private sameContext(c: number, e: StoredEvent): boolean {
+  private sameContext(c: number, e: StoredEvent, vals: string[]): boolean {
     if (this.session[c] !== e.session || this.visitor[c] !== e.visitor || this.debug[c] !== (e.debug ? 1 : 0)) return false;
     const dicts = this.dictList;
     const cols = this.dimList;
-    const v = e.dims;
-    for (let k = 0; k < dicts.length; k++) if (dicts[k]!.values[cols[k]![c]!] !== v[CTX_DIMS[k]!]) return false;
+    for (let k = 0; k < dicts.length; k++) if (dicts[k]!.values[cols[k]![c]!] !== vals[k]) return false;
     return true;
   }
 
-  /** Bytes held (arrays as allocated, with their spare room), dictionaries included. */
+  /**
+   * A copy of the head as it stands, for a reader that yields before it is done (an
+   * export): once flushed, a head's arrays are written over by the app's next head.
+   */
+  snapshot(): Chunk {
+    const n = this.n;
+    const x = this.nctx;
+    const dict = (d: Dict) => Dict.of(d.values.slice());
+    return {
+      app: this.app,
+      n,
+      nctx: x,
+      ts: this.ts.slice(0, n),
+      name: this.name.slice(0, n),
+      pathname: this.pathname.slice(0, n),
+      ctx: this.ctx.slice(0, n),
+      session: this.session.slice(0, x),
+      visitor: this.visitor.slice(0, x),
+      debug: this.debug.slice(0, x),
+      dims: Object.fromEntries(CTX_DIMS.map((d) => [d, this.dims[d].slice(0, x)])) as Chunk["dims"],
+      dicts: Object.fromEntries(Object.entries(this.dicts).map(([k, d]) => [k, dict(d)])) as Chunk["dicts"],
+      sp: new Map([...this.sp].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), codes: p.codes.slice(0, p.n), dict: dict(p.dict) }])),
+      np: new Map([...this.np].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), vals: p.vals.slice(0, p.n) }])),
+      minTs: this.minTs,
+      maxTs: this.maxTs,
+    };
+  }
+
+  /**
+   * Bytes the events take: arrays up to their use, dictionaries included. Not the arrays'
+   * spare room: a head that took a flushed head's arrays starts with all of their room.
+   */
   bytes(): number {
-    return chunkBytes(this);
+    let b = this.n * 20 + this.nctx * (17 + 4 * CTX_DIMS.length);
+    for (const d of Object.values(this.dicts)) b += d.bytes();
+    for (const p of this.sp.values()) b += p.n * 8 + p.dict.bytes();
+    for (const p of this.np.values()) b += p.n * 12;
+    return b;
   }
 }
 

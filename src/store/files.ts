@@ -151,11 +151,16 @@ export function compactFiles(dir: string, app: number, date: string, parts: Part
 
 /** A chunk as plain data for postMessage (arrays cut to their used length). */
 export function packChunk(c: Chunk, owned = false) {
-  // Copies, unless the caller gives the chunk away (`owned`: a partition just decoded,
-  // whose arrays nothing else reads) and an array fills its buffer exactly. A head is
-  // always copied: queries go on reading it, and handing over its buffers would empty it.
-  const cut = <T extends { length: number; buffer: ArrayBufferLike; byteOffset: number; byteLength: number; slice(a: number, b: number): T }>(a: T, n: number): T =>
-    owned && a.length === n && a.byteOffset === 0 && a.byteLength === a.buffer.byteLength ? a : a.slice(0, n);
+  // A head's arrays are shared memory: views of them are posted, and the worker reads the
+  // head in place (it takes no more appends, and its arrays go to another head only once
+  // the flush is done). Other arrays are copied, unless the caller gives the chunk away
+  // (`owned`: a partition just decoded, whose arrays nothing else reads) and an array
+  // fills its buffer exactly.
+  const cut = <T extends { length: number; buffer: ArrayBufferLike; byteOffset: number; byteLength: number; slice(a: number, b: number): T; subarray(a: number, b: number): T }>(
+    a: T,
+    n: number,
+  ): T =>
+    a.buffer instanceof SharedArrayBuffer ? a.subarray(0, n) : owned && a.length === n && a.byteOffset === 0 && a.byteLength === a.buffer.byteLength ? a : a.slice(0, n);
   return {
     app: c.app,
     n: c.n,
@@ -169,8 +174,8 @@ export function packChunk(c: Chunk, owned = false) {
     debug: cut(c.debug, c.nctx),
     dims: Object.fromEntries(CTX_DIMS.map((d) => [d, cut(c.dims[d], c.nctx)])),
     dicts: Object.fromEntries(Object.entries(c.dicts).map(([k, d]) => [k, d.values])),
-    sp: [...c.sp].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), codes: p.codes.slice(0, p.n), dict: p.dict.values }] as [string, { n: number; rows: Uint32Array; codes: Chunk["name"]; dict: string[] }]),
-    np: [...c.np].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), vals: p.vals.slice(0, p.n) }] as [string, NumberProp]),
+    sp: [...c.sp].map(([k, p]) => [k, { n: p.n, rows: cut(p.rows, p.n), codes: cut(p.codes, p.n), dict: p.dict.values }] as [string, { n: number; rows: Uint32Array; codes: Chunk["name"]; dict: string[] }]),
+    np: [...c.np].map(([k, p]) => [k, { n: p.n, rows: cut(p.rows, p.n), vals: cut(p.vals, p.n) }] as [string, NumberProp]),
     minTs: c.minTs,
     maxTs: c.maxTs,
     sortedBySession: c.sortedBySession,
@@ -196,21 +201,16 @@ function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {
   const out = [p.ts, p.name, p.pathname, p.ctx, p.session, p.visitor, p.debug, ...Object.values(p.dims), ...(p.ctxStart ? [p.ctxStart] : [])].map((a) => a.buffer as ArrayBuffer);
   for (const [, v] of p.sp) out.push(v.rows.buffer as ArrayBuffer, v.codes.buffer as ArrayBuffer);
   for (const [, v] of p.np) out.push(v.rows.buffer as ArrayBuffer, v.vals.buffer as ArrayBuffer);
-  return [...new Set(out)];
-}
-
-function dictOf(values: string[]): Dict {
-  const d = new Dict();
-  for (let i = 1; i < values.length; i++) d.code(values[i]!);
-  return d;
+  // Shared memory is posted as it is (it cannot be handed over, and needs not be).
+  return [...new Set(out)].filter((b) => !((b as ArrayBufferLike) instanceof SharedArrayBuffer));
 }
 
 export function unpackChunk(p: ReturnType<typeof packChunk>): Chunk {
   return {
     ...p,
     dims: p.dims as Chunk["dims"],
-    dicts: Object.fromEntries(Object.entries(p.dicts).map(([k, v]) => [k, dictOf(v)])) as Chunk["dicts"],
-    sp: new Map(p.sp.map(([k, v]) => [k, { n: v.n, rows: v.rows, codes: v.codes, dict: dictOf(v.dict) }] as [string, StringProp])),
+    dicts: Object.fromEntries(Object.entries(p.dicts).map(([k, v]) => [k, Dict.of(v)])) as Chunk["dicts"],
+    sp: new Map(p.sp.map(([k, v]) => [k, { n: v.n, rows: v.rows, codes: v.codes, dict: Dict.of(v.dict) }] as [string, StringProp])),
     np: new Map(p.np),
   };
 }
@@ -254,8 +254,8 @@ export function startFileWorker(log: Logger): PartitionFiles {
     });
   return {
     flush: (dir, heads, tag) => {
-      // packChunk copies (the heads are still read by queries during the flush); the
-      // copies are then handed over, not copied a second time.
+      // packChunk posts views of the heads' shared arrays (queries go on reading them
+      // meanwhile); anything it copies is handed over, not copied a second time.
       const packed = heads.map((h) => packChunk(h));
       return call<(Partition & { decoded?: PackedChunk })[]>({ kind: "flush", dir, tag, heads: packed }, packed.flatMap(buffersOf)).then((ws) =>
         ws.map(({ decoded, ...p }) => (decoded ? { ...p, decoded: unpackChunk(decoded) } : p)),

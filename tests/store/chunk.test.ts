@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { CTX_DIMS, HeadChunk } from "../../src/store/chunk.ts";
+import { CTX_DIMS, ctxValues, Dict, HeadChunk } from "../../src/store/chunk.ts";
 import { emptyDims, type StoredEvent } from "../../src/store/event.ts";
 
 const ev = (session: number, visitor: number, dims: Partial<StoredEvent["dims"]>, debug = false): StoredEvent => ({
@@ -46,5 +46,28 @@ describe("head chunk contexts", () => {
       expect(h.ctx[100 + i]).toBe(i);
       expect(h.dicts.locale.values[h.dims.locale[i]!]).toBe(`l${i}`);
     }
+  });
+
+  test("ctxValues reads every context dimension, in CTX_DIMS order", () => {
+    const dims = emptyDims();
+    for (const d of CTX_DIMS) dims[d] = `v-${d}`;
+    expect(ctxValues(dims, [])).toEqual(CTX_DIMS.map((d) => `v-${d}`));
+    // And a context differs in each dimension alone.
+    const h = new HeadChunk(1);
+    h.append(ev(1, 10, {}));
+    for (const d of CTX_DIMS) h.append(ev(1, 10, { [d]: "other" }));
+    expect(h.nctx).toBe(CTX_DIMS.length + 1);
+  });
+});
+
+describe("dictionaries", () => {
+  test("one built from its values codes and finds them as one built value by value", () => {
+    const built = new Dict();
+    for (const v of ["b", "a", "c", "a"]) built.code(v);
+    const taken = Dict.of([...built.values]);
+    for (const v of ["", "a", "b", "c", "zz"]) expect(taken.find(v)).toBe(built.find(v));
+    expect(taken.code("d")).toBe(4);
+    expect(taken.code("a")).toBe(built.code("a"));
+    expect(taken.values).toEqual(["", "b", "a", "c", "d"]);
   });
 });

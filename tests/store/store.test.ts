@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { EventStore } from "../../src/store/store.ts";
-import { derive } from "../../src/store/chunk.ts";
+import { derive, eventsOf, HeadChunk } from "../../src/store/chunk.ts";
 import { createLogger } from "../../src/log.ts";
 import { DAY_MS, dayNumber, medianOf } from "../../src/store/rollups.ts";
 import type { StoredEvent } from "../../src/store/event.ts";
@@ -42,6 +42,45 @@ describe("event store", () => {
     expect(again.open(10).partitions).toBe(f.length);
     expect(canonical(again.events(1))).toEqual(canonical(a));
     expect(canonical(again.events(2))).toEqual(canonical(b));
+  });
+
+  test("a flushed head's arrays go to the app's next head: flushed, new and exported events all stay right", async () => {
+    const dir = tmp();
+    const s = new EventStore({ dir, log, cacheBytes: 64 << 20, flushEvents: 1e9, poolMinEvents: 1000 });
+    const start = Date.UTC(2026, 10, 1);
+    const head = () => s.chunks(1, -Infinity, Infinity).find((c) => c instanceof HeadChunk) as HeadChunk;
+    const a1 = randomEvents(1, 7_000, { seed: 11, start, spanMs: DAY_MS });
+    s.append(a1);
+    const h1 = head();
+    await flush(s, 1);
+    const a2 = randomEvents(1, 300, { seed: 12, start, spanMs: DAY_MS });
+    s.append(a2);
+    const h2 = head();
+    // The new head writes over the flushed one's arrays (a copy would be a new buffer).
+    expect(h2).not.toBe(h1);
+    expect(h2.ts.buffer).toBe(h1.ts.buffer);
+    expect(h2.ctx.buffer).toBe(h1.ctx.buffer);
+    expect(canonical(s.events(1))).toEqual(canonical([...a1, ...a2]));
+    // An export's copy of the head keeps its events while the arrays move on.
+    const snap = s.snapshot(1);
+    const exported = canonical(snap.flatMap((c) => [...eventsOf(c)]));
+    expect(exported).toEqual(canonical([...a1, ...a2]));
+    const a3 = randomEvents(1, 8_000, { seed: 13, start: start + DAY_MS, spanMs: DAY_MS });
+    s.append(a3);
+    await flush(s, 2);
+    s.append(a1.slice(0, 5));
+    await flush(s, 3);
+    const a4 = randomEvents(1, 200, { seed: 14, start, spanMs: 2 * DAY_MS });
+    s.append(a4);
+    expect(canonical(snap.flatMap((c) => [...eventsOf(c)]))).toEqual(exported);
+    const all = canonical([...a1, ...a2, ...a3, ...a1.slice(0, 5), ...a4]);
+    expect(canonical(s.events(1))).toEqual(all);
+    await flush(s, 4);
+    const again = mk(dir);
+    again.open(4);
+    expect(canonical(again.events(1))).toEqual(all);
+    await s.close();
+    await again.close();
   });
 
   test("a query's budget holds while a cold cache decodes: checked between columns, and what was decoded stays", async () => {
