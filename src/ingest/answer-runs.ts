@@ -43,6 +43,8 @@ export interface StoredAnswer {
   accepted: number;
   dropped: number;
   reason?: "over_quota" | "paused";
+  /** answerHash of the answer, when the caller has it already. */
+  hash?: number;
 }
 
 /** The hash runs are sorted by; the same key SeenIds files ids under. */
@@ -86,7 +88,7 @@ function header(view: DataView, count: number, oldest: number, newest: number) {
 export function encodeRun(answers: StoredAnswer[]): { bytes: Uint8Array; index: Float64Array; oldest: number; newest: number } {
   const n = answers.length;
   const hs = new Float64Array(n);
-  for (let i = 0; i < n; i++) hs[i] = answerHash(answers[i]!.app, answers[i]!.batchId);
+  for (let i = 0; i < n; i++) hs[i] = answers[i]!.hash ?? answerHash(answers[i]!.app, answers[i]!.batchId);
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) order[i] = i;
   order.sort((a, b) => hs[a]! - hs[b]!);

@@ -27,7 +27,7 @@ import { WebSessions } from "./web-sessions.ts";
 import { Wal, WalWriteError } from "./wal.ts";
 import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
 import { safeEqual, sha256 } from "../util/secrets.ts";
-import { utcDay } from "../util/hash.ts";
+import { hash53, utcDay } from "../util/hash.ts";
 
 export const MAX_BATCH_BYTES = 512 * 1024;
 export const MAX_WEB_BYTES = 16 * 1024;
@@ -47,10 +47,15 @@ const REC_BATCH = 1;
 const REC_WEB = 2;
 const REC_OUTCOMES = 3;
 
+/** A batch answer waiting for a checkpoint: its hash (answerHash) and its entry in the in-memory map come along. */
+interface PendingAnswer extends StoredAnswer {
+  hash: number;
+  entry: { saved?: boolean };
+}
+
 export interface IngestSnapshot {
   usage: [number, string, OutcomeCounts][];
-  answers: StoredAnswer[];
-  answerKeys: string[];
+  answers: PendingAnswer[];
   quota: [number, string, number][];
   webSessions: Uint8Array;
 }
@@ -122,8 +127,13 @@ export class Ingest {
   private wal: Wal;
   /** Batch answers by app:batch id, oldest first; `saved` once a checkpoint has written it to a run. */
   private dedupe = new Map<string, { ans: BatchAnswer; at: number; saved?: boolean }>();
-  /** Batch answers not yet in a run (the next checkpoint writes them). */
-  private newAnswers: string[] = [];
+  /**
+   * Batch answers not yet in a run (the next checkpoint writes them). Built as each batch
+   * is answered, with the key's hash the request already needed: made all at once from the
+   * map, a checkpoint's 10,000 or so held the event loop 13-25 ms, and marking them saved
+   * (a map lookup and a hash each) 8-30 ms more.
+   */
+  private newAnswers: PendingAnswer[] = [];
   /** Which batch ids may have an answer in a run (a new id needs no lookup there). */
   private stored = new SeenIds();
   private runs: AnswerRuns;
@@ -180,8 +190,10 @@ export class Ingest {
       this.count(app, now, "too_large");
       throw refuse("too_large", "body_too_large", `The body is over ${MAX_BATCH_BYTES} bytes; split the batch.`);
     }
-    const dedupeKey = `${app}:${req.batchId!.toLowerCase()}`;
-    const seen = this.dedupe.get(dedupeKey) ?? this.storedAnswer(app, req.batchId!.toLowerCase(), now);
+    const batchId = req.batchId!.toLowerCase();
+    const dedupeKey = answerKey(app, batchId);
+    let keyHash = NaN;
+    const seen = this.dedupe.get(dedupeKey) ?? this.storedAnswer(app, batchId, now, (keyHash = hash53(dedupeKey)));
     if (seen) {
       this.count(app, now, "duplicate", seen.ans.accepted + seen.ans.dropped || 1);
       return seen.ans;
@@ -236,7 +248,7 @@ export class Ingest {
         throw this.unavailable(e);
       }
       this.quota.commit(info.orgId, events.length, now);
-      this.commitBatch(app, info.orgId, dedupeKey, now, events, drops, ans);
+      this.commitBatch(app, info.orgId, batchId, dedupeKey, keyHash, now, events, drops, ans);
       return ans;
     } finally {
       this.inflight.delete(dedupeKey);
@@ -277,7 +289,9 @@ export class Ingest {
   private commitBatch(
     app: number,
     org: number,
+    batchId: string,
     dedupeKey: string,
+    hash: number,
     at: number,
     events: StoredEvent[],
     drops: Partial<Record<DropReason, number>>,
@@ -287,8 +301,9 @@ export class Ingest {
     const day = utcDay(at);
     this.usage.add(app, day, "accepted", events.length);
     for (const [r, n] of Object.entries(drops)) this.usage.add(app, day, r as Outcome, n ?? 0);
-    this.dedupe.set(dedupeKey, { ans, at });
-    this.newAnswers.push(dedupeKey);
+    const entry: { ans: BatchAnswer; at: number; saved?: boolean } = { ans, at };
+    this.dedupe.set(dedupeKey, entry);
+    this.newAnswers.push({ app, batchId, at, accepted: ans.accepted, dropped: ans.dropped, reason: ans.reason, hash: Number.isNaN(hash) ? hash53(dedupeKey) : hash, entry });
     this.pruneDedupe(at);
   }
 
@@ -418,8 +433,8 @@ export class Ingest {
   }
 
   /** A batch answered minutes ago or more (or before the last start-up): the runs. */
-  private storedAnswer(app: number, batchId: string, now: number): { ans: BatchAnswer; at: number } | undefined {
-    if (this.stored.ready && !this.stored.mayHave(answerKey(app, batchId))) return undefined;
+  private storedAnswer(app: number, batchId: string, now: number, keyHash: number): { ans: BatchAnswer; at: number } | undefined {
+    if (this.stored.ready && !this.stored.mayHaveHash(keyHash)) return undefined;
     try {
       return this.runs.get(app, batchId, now - DEDUPE_KEEP_MS);
     } catch (e) {
@@ -461,7 +476,7 @@ export class Ingest {
           }
         }
         this.quota.add(h.o, evs.length, h.t);
-        this.commitBatch(h.a, h.o, `${h.a}:${h.b}`, h.t, evs, drops, h.ans);
+        this.commitBatch(h.a, h.o, h.b, answerKey(h.a, h.b), NaN, h.t, evs, drops, h.ans);
         events += evs.length;
       } else if (r.type === REC_WEB) {
         const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
@@ -495,17 +510,6 @@ export class Ingest {
     return this.wal.settle();
   }
 
-  private answerRows(keys: string[]): StoredAnswer[] {
-    const rows: StoredAnswer[] = [];
-    for (const k of keys) {
-      const v = this.dedupe.get(k);
-      if (!v) continue;
-      const i = k.indexOf(":");
-      rows.push({ app: Number(k.slice(0, i)), batchId: k.slice(i + 1), at: v.at, ...v.ans });
-    }
-    return rows;
-  }
-
   /** Batch answers waiting for the next checkpoint (the scheduler checkpoints early when they pile up). */
   get pendingAnswers(): number {
     return this.newAnswers.length;
@@ -520,24 +524,21 @@ export class Ingest {
   }
 
   /** These answers are in a run: they may leave memory once old. */
-  private markKeysSaved(keys: string[]): void {
-    for (const k of keys) {
-      const v = this.dedupe.get(k);
-      if (v) v.saved = true;
+  private markAnswersSaved(answers: PendingAnswer[]): void {
+    for (const a of answers) {
+      a.entry.saved = true;
       // Before the answer may leave memory, so that a retry of it is looked up.
-      this.stored.add(k, v?.at ?? this.d.now());
+      this.stored.addHash(a.hash, a.at);
     }
   }
 
   /** Ingest's state as of this instant, for a checkpoint (taken synchronously with the heads). */
   snapshotState(): IngestSnapshot {
-    const answers = this.answerRows(this.newAnswers);
-    const keys = this.newAnswers;
+    const answers = this.newAnswers;
     this.newAnswers = [];
     return {
       usage: this.usage.entries().map(([app, day, counts]) => [app, day, { ...counts }] as [number, string, OutcomeCounts]),
       answers,
-      answerKeys: keys,
       quota: this.quota.entries(),
       webSessions: this.sessions.pack(),
     };
@@ -545,7 +546,7 @@ export class Ingest {
 
   /** A checkpoint committed: its batch answers are in a run and may leave memory; runs merge in the background. */
   markSaved(s: IngestSnapshot): void {
-    this.markKeysSaved(s.answerKeys);
+    this.markAnswersSaved(s.answers);
     this.compactAnswers().catch((e) => this.d.log.error("batch answer runs could not be merged", { error: (e as Error).message }));
   }
 
@@ -561,7 +562,7 @@ export class Ingest {
 
   /** A checkpoint that failed: its batch answers are written by the next one. */
   unsnapshot(s: IngestSnapshot): void {
-    this.newAnswers = [...s.answerKeys, ...this.newAnswers];
+    this.newAnswers = [...s.answers, ...this.newAnswers];
   }
 
   /** Writes a snapshot into the metadata store (inside the checkpoint's transaction). */

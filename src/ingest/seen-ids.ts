@@ -50,11 +50,7 @@ export class SeenIds {
   /** Per UTC day (day number) of the answers: layers, newest last. */
   private days = new Map<number, Layer[]>();
 
-  /** The two hashes of a key: 32 and 21 bits of one 53-bit hash (h2 odd, never 0). */
-  private static hashes(key: string): [number, number] {
-    return SeenIds.split(hash53(key));
-  }
-
+  /** The two hashes of a key from its 53-bit hash: 32 and 21 bits (h2 odd, never 0). */
   private static split(h: number): [number, number] {
     return [h % 4294967296, Math.floor(h / 4294967296) * 2 + 1];
   }
@@ -76,7 +72,12 @@ export class SeenIds {
 
   /** False: the key was never added (certain). True: it may have been. */
   mayHave(key: string): boolean {
-    const [h1, h2] = SeenIds.hashes(key);
+    return this.mayHaveHash(hash53(key));
+  }
+
+  /** `mayHave`, given the key's hash53. */
+  mayHaveHash(hash: number): boolean {
+    const [h1, h2] = SeenIds.split(hash);
     for (const layers of this.days.values()) for (const l of layers) if (l.has(h1, h2)) return true;
     return false;
   }
