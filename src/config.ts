@@ -24,6 +24,7 @@ export interface Config {
   hardLimitPercent: number;
   memoryMb: number;
   flushEvents: number;
+  answerBacklog: number;
   queryBudgetMs: number;
   queryQueue: number;
   stripeSecretKey: string | null;
@@ -270,6 +271,17 @@ export const OPTIONS = [
     fallback: () => 1_000_000,
     parse: int(1, 100_000_000),
   } satisfies Option<"flushEvents">,
+  {
+    key: "answerBacklog",
+    env: "SEXTANT_ANSWER_BACKLOG",
+    flag: "--answer-backlog",
+    unit: "answers",
+    defaultText: "200000",
+    description: "Batch answers (kept 8 days for retries) wait in memory until a flush writes them to disk; past this many waiting, a flush starts early (checked every 10 s).",
+    accepts: "an integer from 1 to 10000000",
+    fallback: () => 200_000,
+    parse: int(1, 10_000_000),
+  } satisfies Option<"answerBacklog">,
   {
     key: "queryBudgetMs",
     env: "SEXTANT_QUERY_BUDGET_MS",

@@ -147,6 +147,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     store,
     checkpoint: () => storage.checkpoint(),
     headLimitBytes: Math.floor(memory * 0.25),
+    answerLimit: config.answerBacklog,
     runExports: async () => {
       kickExports();
       await exporting;

@@ -17,8 +17,8 @@ export interface JobDeps {
   checkpoint: () => Promise<unknown>;
   /** Heads past this many bytes are flushed without waiting for the hour. */
   headLimitBytes: number;
-  /** Batch answers waiting for a checkpoint past this many (each held in memory until then) flush early too. */
-  answerLimit?: number;
+  /** Batch answers waiting for a checkpoint past this many (each held in memory until then) flush early too (SEXTANT_ANSWER_BACKLOG). */
+  answerLimit: number;
   runExports: () => Promise<unknown>;
   purgeExports: (now: number) => number;
   /** Deletes the event data of purged apps; the event store provides it. */
@@ -71,7 +71,7 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       name: "flush-if-large",
       pattern: "*/10 * * * * *",
       async run() {
-        if (d.store.headSize().bytes > d.headLimitBytes || d.ingest.pendingAnswers > (d.answerLimit ?? 200_000)) await d.checkpoint();
+        if (d.store.headSize().bytes > d.headLimitBytes || d.ingest.pendingAnswers > d.answerLimit) await d.checkpoint();
       },
     },
     {

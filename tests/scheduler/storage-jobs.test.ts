@@ -68,4 +68,34 @@ describe("storage jobs on a driven clock", () => {
       await s.stop();
     }
   });
+
+  test("answers piling up past SEXTANT_ANSWER_BACKLOG start a flush at the next 10-second check, not at the hour", async () => {
+    const clock = new TestClock(Date.UTC(2026, 10, 20, 10, 30));
+    const s = await startTestServer({ trustProxy: true, answerBacklog: 3 }, { clock });
+    try {
+      const o = await ownerHeaders(s);
+      const app = await newApp(s, o);
+      const ingest = s.server.services.ingest;
+      const send = async (b: number) => {
+        const r = await sendBatch(s.url, app.key, batch([{ name: "e", ts: new Date(clock.ms - 1000).toISOString(), session_id: `s${b}` }]), {
+          headers: { "x-forwarded-for": `10.3.${b}.1` },
+        });
+        expect(r.status).toBe(200);
+      };
+      for (let b = 0; b < 3; b++) await send(b);
+      // At the limit, not past it: the check leaves them waiting.
+      clock.ms += 10_500;
+      await s.server.services.scheduler.advanceTo(clock.ms);
+      expect(ingest.pendingAnswers).toBe(3);
+      expect(ingest.answerRunStats().answers).toBe(0);
+      await send(3);
+      clock.ms += 10_000;
+      await s.server.services.scheduler.advanceTo(clock.ms);
+      expect(ingest.pendingAnswers).toBe(0);
+      expect(ingest.answerRunStats()).toEqual({ runs: 1, answers: 4 });
+      expect(files(join(s.dataDir, "events")).length).toBe(1);
+    } finally {
+      await s.stop();
+    }
+  });
 });
