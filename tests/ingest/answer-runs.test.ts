@@ -3,7 +3,7 @@
 // leftovers of a cut-short write are cleaned up and a damaged run is skipped, not lost.
 
 import { describe, expect, test } from "bun:test";
-import { readdirSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AnswerRuns, ENTRY, answerHash, type StoredAnswer } from "../../src/ingest/answer-runs.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -106,6 +106,45 @@ describe("AnswerRuns", () => {
     expect(runs.size).toBe(5000);
     for (const a of same.filter((_, i) => i % 5 === 0)) expect(runs.get(a.app, a.batchId, 0)).toEqual(expected(a));
     await runs.close();
+  });
+
+  test("a crash between a merge's rename and the deletion of its inputs: the copies answer alike, and a later merge keeps one", async () => {
+    const dir = tempDir("sextant-runs-crash-");
+    const runs = AnswerRuns.open(dir, log, KEEP);
+    const all: StoredAnswer[] = [];
+    for (let i = 0; i < 4; i++) {
+      const a = answers(300, 60 + i);
+      await runs.write(a);
+      all.push(...a);
+    }
+    const inputs = readdirSync(dir)
+      .filter((n) => n.endsWith(".run"))
+      .map((n) => [n, readFileSync(join(dir, n))] as const);
+    expect(inputs.length).toBe(4);
+    await runs.compact(T0 + DAY);
+    expect(runs.runCount).toBe(1);
+    await runs.close();
+    // What the crash leaves: the merged run renamed into place, its inputs not yet deleted.
+    for (const [n, b] of inputs) writeFileSync(join(dir, n), b);
+    const seen = new Map<number, number>();
+    const again = AnswerRuns.open(dir, log, KEEP, (h) => seen.set(h, (seen.get(h) ?? 0) + 1));
+    expect(again.runCount).toBe(5);
+    expect(again.size).toBe(2 * all.length);
+    for (const a of all) {
+      expect(again.get(a.app, a.batchId, T0 - DAY)).toEqual(expected(a));
+      expect(seen.get(answerHash(a.app, a.batchId))).toBe(2);
+    }
+    // The inputs merge again into a second run like the first; two more of that size make
+    // four, and their merge keeps one copy of each answer.
+    await again.compact(T0 + DAY);
+    expect(again.runCount).toBe(2);
+    const more = [answers(1200, 70), answers(1200, 71)];
+    for (const a of more) await again.write(a);
+    await again.compact(T0 + DAY);
+    expect(again.runCount).toBe(1);
+    expect(again.size).toBe(all.length + 2400);
+    for (const a of [...all, ...more.flat()]) expect(again.get(a.app, a.batchId, T0 - DAY)).toEqual(expected(a));
+    await again.close();
   });
 
   test("answers past keeping leave at merges, and runs wholly past keeping are deleted", async () => {
