@@ -229,7 +229,7 @@ export class HeadChunk implements Chunk {
   private dimList: Uint32Array[];
   private dictList = CTX_DIMS.map((d) => this.dicts[d]);
   /** Property arrays of the head this one took its arrays from, by key, taken as keys come. */
-  private spare: { sp: Map<string, StringProp & { codes: Uint32Array }>; np: Map<string, NumberProp> } | null = null;
+  private spare: { sp: Map<string, { rows: Uint32Array; codes: Uint32Array }>; np: Map<string, { rows: Uint32Array; vals: Float64Array }> } | null = null;
   /** The context values of the event being appended, in CTX_DIMS order (ctxValues). */
   private vals: string[] = CTX_DIMS.map(() => "");
 
@@ -250,7 +250,11 @@ export class HeadChunk implements Chunk {
       this.visitor = reuse.visitor;
       this.debug = reuse.debug;
       this.dims = reuse.dims;
-      this.spare = { sp: reuse.sp, np: reuse.np };
+      // The arrays only: the flushed head's dictionaries stay behind.
+      this.spare = {
+        sp: new Map([...reuse.sp].map(([k, p]) => [k, { rows: p.rows, codes: p.codes }])),
+        np: new Map([...reuse.np].map(([k, p]) => [k, { rows: p.rows, vals: p.vals }])),
+      };
     } else {
       this.ts = shared(Float64Array, 64);
       this.name = shared(Uint32Array, 64);
@@ -303,11 +307,13 @@ export class HeadChunk implements Chunk {
 
   private newTextProp(k: string): StringProp & { codes: Uint32Array } {
     const s = this.spare?.sp.get(k);
+    this.spare?.sp.delete(k);
     return { n: 0, rows: s ? s.rows : shared(Uint32Array, 16), codes: s ? s.codes : shared(Uint32Array, 16), dict: new Dict() };
   }
 
   private newNumberProp(k: string): NumberProp {
     const s = this.spare?.np.get(k);
+    this.spare?.np.delete(k);
     return { n: 0, rows: s ? s.rows : shared(Uint32Array, 16), vals: s ? s.vals : shared(Float64Array, 16) };
   }
 
