@@ -47,6 +47,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
       limitFor: (org) => billing.effectiveLimit(org),
       hardLimitPercent: () => config.hardLimitPercent,
       shed: shedOptions(config),
+      releaseMemory: () => store.releasePool(),
     });
     const t0 = performance.now();
     const seq = checkpointSeq(db);

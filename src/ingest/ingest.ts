@@ -105,6 +105,8 @@ export interface IngestDeps {
   hardLimitPercent: () => number;
   /** When to refuse ingest with 503 rather than queue (shed.ts); defaults suit tests. */
   shed?: ShedOptions;
+  /** Lets go of memory held only to save work, when memory passes the collection bound (shed.ts). */
+  releaseMemory?: () => void;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -148,6 +150,7 @@ export class Ingest {
     this.shedder = new LoadShedder(d.shed ?? { maxLagMs: 1000, maxInFlight: 10_000, maxRssBytes: Number.MAX_SAFE_INTEGER, gcAboveBytes: Number.MAX_SAFE_INTEGER }, (info) =>
       d.log.info("memory over the collection bound: garbage collected at once", info),
       (info) => d.log.info("memory over the collection bound: garbage collection asked for", info),
+      d.releaseMemory,
     );
     this.keys = new KeyCache(d.db, d.now);
     this.quota = new Quota(d.hardLimitPercent);

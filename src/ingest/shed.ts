@@ -49,6 +49,8 @@ export class LoadShedder {
     private onForcedGc?: (info: { rss_before_mb: number; rss_after_mb: number; ms: number }) => void,
     /** Told of each concurrent collection asked for (the log: each marks the whole heap). */
     private onAskedGc?: (info: { rss_mb: number }) => void,
+    /** Called before each collection: memory held only to save work (the event store's pooled head arrays) goes first. */
+    private onPressure?: () => void,
   ) {}
 
   start(): void {
@@ -79,6 +81,7 @@ export class LoadShedder {
       if (this.rss > this.o.maxRssBytes - URGENT_MARGIN) {
         if (t - this.lastSyncGc > this.syncEveryMs) {
           this.lastSyncGc = t;
+          this.onPressure?.();
           Bun.gc(true);
           this.rss = process.memoryUsage.rss();
           const ms = performance.now() - t;
@@ -89,6 +92,7 @@ export class LoadShedder {
         }
       } else if (this.rss > this.o.gcAboveBytes && t - this.lastGc > this.gcEveryMs) {
         this.lastGc = t;
+        this.onPressure?.();
         Bun.gc(false);
         this.asked = { at: t, rss: before };
         this.askedGc++;

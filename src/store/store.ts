@@ -100,6 +100,11 @@ export class EventStore implements EventSink {
     }
   }
 
+  /** Lets the pooled arrays of flushed heads go (memory is short; new heads regrow theirs). */
+  releasePool(): void {
+    this.pool.clear();
+  }
+
   private newHead(app: number): HeadChunk {
     const spare = this.pool.get(app);
     if (spare) this.pool.delete(app);

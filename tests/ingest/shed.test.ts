@@ -10,13 +10,21 @@ const MIB = 1024 * 1024;
 describe("LoadShedder collections", () => {
   test("far from the shedding bound: concurrent collections only, none reported", async () => {
     const reported: unknown[] = [];
-    const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: Number.MAX_SAFE_INTEGER, gcAboveBytes: 0 }, (i) => reported.push(i));
+    let released = 0;
+    const s = new LoadShedder(
+      { maxLagMs: 1000, maxInFlight: 10, maxRssBytes: Number.MAX_SAFE_INTEGER, gcAboveBytes: 0 },
+      (i) => reported.push(i),
+      undefined,
+      () => released++,
+    );
     s.start();
     try {
       await Bun.sleep(200);
       expect(s.askedGc).toBeGreaterThanOrEqual(1);
       expect(s.forcedGc.count).toBe(0);
       expect(reported).toEqual([]);
+      // Memory held only to save work is let go before each collection.
+      expect(released).toBe(s.askedGc);
     } finally {
       s.stop();
     }
@@ -28,11 +36,13 @@ describe("LoadShedder collections", () => {
     // The shedding bound 16 MiB above what the process holds: inside the urgent margin (64
     // MiB) unless a collection frees 48 MiB first. No concurrent collection is asked for
     // (its bound is out of reach), so each one seen is synchronous.
-    const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: rss + 16 * MIB, gcAboveBytes: Number.MAX_SAFE_INTEGER }, (i) => reported.push(i));
+    let released = 0;
+    const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: rss + 16 * MIB, gcAboveBytes: Number.MAX_SAFE_INTEGER }, (i) => reported.push(i), undefined, () => released++);
     s.start();
     try {
       await Bun.sleep(200);
       expect(s.forcedGc.count).toBeGreaterThanOrEqual(1);
+      expect(released).toBe(s.forcedGc.count);
       expect(s.askedGc).toBe(0);
       expect(reported.length).toBe(s.forcedGc.count);
       expect(reported[0]!.rss_before_mb).toBeGreaterThan(0);
