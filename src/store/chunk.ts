@@ -21,14 +21,10 @@ export class Dict {
    */
   private index: Map<string, number> | null;
 
+  /** Empty, or over `values` (values[0] must be ""), taking the array as it is. */
   constructor(values?: string[]) {
     this.values = values ?? [""];
     this.index = values ? null : new Map([["", 0]]);
-  }
-
-  /** A dictionary over `values` (values[0] must be ""), taking the array as it is. */
-  static of(values: string[]): Dict {
-    return new Dict(values);
   }
 
   private map(): Map<string, number> {
@@ -369,7 +365,7 @@ export class HeadChunk implements Chunk {
   snapshot(): Chunk {
     const n = this.n;
     const x = this.nctx;
-    const dict = (d: Dict) => Dict.of(d.values.slice());
+    const dict = (d: Dict) => new Dict(d.values.slice());
     return {
       app: this.app,
       n,

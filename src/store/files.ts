@@ -209,8 +209,8 @@ export function unpackChunk(p: ReturnType<typeof packChunk>): Chunk {
   return {
     ...p,
     dims: p.dims as Chunk["dims"],
-    dicts: Object.fromEntries(Object.entries(p.dicts).map(([k, v]) => [k, Dict.of(v)])) as Chunk["dicts"],
-    sp: new Map(p.sp.map(([k, v]) => [k, { n: v.n, rows: v.rows, codes: v.codes, dict: Dict.of(v.dict) }] as [string, StringProp])),
+    dicts: Object.fromEntries(Object.entries(p.dicts).map(([k, v]) => [k, new Dict(v)])) as Chunk["dicts"],
+    sp: new Map(p.sp.map(([k, v]) => [k, { n: v.n, rows: v.rows, codes: v.codes, dict: new Dict(v.dict) }] as [string, StringProp])),
     np: new Map(p.np),
   };
 }

@@ -64,7 +64,7 @@ describe("dictionaries", () => {
   test("one built from its values codes and finds them as one built value by value", () => {
     const built = new Dict();
     for (const v of ["b", "a", "c", "a"]) built.code(v);
-    const taken = Dict.of([...built.values]);
+    const taken = new Dict([...built.values]);
     for (const v of ["", "a", "b", "c", "zz"]) expect(taken.find(v)).toBe(built.find(v));
     expect(taken.code("d")).toBe(4);
     expect(taken.code("a")).toBe(built.code("a"));
