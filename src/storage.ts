@@ -25,6 +25,9 @@ export interface Storage extends CheckpointDeps {
   close(opts?: { abort?: boolean }): Promise<void>;
 }
 
+/** Where checkpoints keep their session state files (checkpoint-state.ts). */
+export const stateDirOf = (dataDir: string) => join(dataDir, "state");
+
 export function openStorage(config: Config, log: Logger, now: () => number, plans: Plan[], provider: PaymentProvider | null = null): Storage {
   mkdirSync(config.dataDir, { recursive: true });
   const release = lockDataDir(config.dataDir);
@@ -52,10 +55,11 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
     const t0 = performance.now();
     const seq = checkpointSeq(db);
     const opened = store.open(checkpointGen(db));
-    loadCheckpoint({ db, log, ingest, store });
+    const stateDir = stateDirOf(config.dataDir);
+    loadCheckpoint({ db, log, ingest, store, stateDir });
     const replayed = ingest.replay(seq);
     log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
-    const deps = { db, log, ingest, store };
+    const deps = { db, log, ingest, store, stateDir };
     let closed = false;
     return {
       ...deps,

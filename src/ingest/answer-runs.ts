@@ -19,7 +19,7 @@ import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandl
 import { join } from "node:path";
 import type { Logger } from "../log.ts";
 import { hash53 } from "../util/hash.ts";
-import { writeAtomic } from "../store/atomic.ts";
+import { checkSize, syncDir, writeAllAt, writeAtomic, writeAtomicAsync } from "../store/atomic.ts";
 
 const MAGIC = 0x534e4158; // "XANS"
 const VERSION = 1;
@@ -198,19 +198,7 @@ export class AnswerRuns {
     const { bytes, index, oldest, newest } = encodeRun(answers);
     const seq = this.nextSeq++;
     const file = join(this.dir, `${seq}.run`);
-    const fh = await openAsync(`${file}.tmp`, "w");
-    try {
-      await writeAllAt(fh, bytes, bytes.length, 0);
-      await fh.sync();
-      await checkSize(fh, bytes.length);
-    } catch (e) {
-      await fh.close().catch(() => {});
-      await rmAsync(`${file}.tmp`, { force: true });
-      throw e;
-    }
-    await fh.close();
-    await renameAsync(`${file}.tmp`, file);
-    await syncDir(this.dir);
+    await writeAtomicAsync(file, bytes);
     this.install({ seq, file, fd: openSync(file, "r"), count: answers.length, oldest, newest, index });
   }
 
@@ -423,21 +411,6 @@ function sameEntryKey(a: Uint8Array, ao: number, b: Uint8Array, bo: number): boo
 class Stopped extends Error {}
 
 /** write(2) may write less than asked (a disk filling up) without failing: loop until all is written. */
-async function writeAllAt(fh: FileHandle, buf: Uint8Array, length: number, position: number) {
-  let off = 0;
-  while (off < length) {
-    const { bytesWritten } = await fh.write(buf, off, length - off, position + off);
-    if (bytesWritten <= 0) throw new Error("batch answer run: nothing written (disk full?)");
-    off += bytesWritten;
-  }
-}
-
-/** A run is installed only when its file holds every byte its header promises. */
-async function checkSize(fh: FileHandle, expected: number) {
-  const { size } = await fh.stat();
-  if (size !== expected) throw new Error(`batch answer run is ${size} bytes, ${expected} expected`);
-}
-
 function readFull(fd: number, buf: Uint8Array, length: number, position: number) {
   let off = 0;
   while (off < length) {
@@ -459,11 +432,3 @@ async function readFullAsync(fd: number, buf: Uint8Array, length: number, positi
   }
 }
 
-async function syncDir(dir: string) {
-  const d = await openAsync(dir, "r");
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
-  }
-}

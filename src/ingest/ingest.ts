@@ -568,7 +568,7 @@ export class Ingest {
     this.newAnswers = [...s.answers, ...this.newAnswers];
   }
 
-  /** Writes a snapshot into the metadata store (inside the checkpoint's transaction). */
+  /** Writes a snapshot into the metadata store (inside the checkpoint's transaction); its web sessions go to the checkpoint's state file. */
   writeState(s: IngestSnapshot): void {
     const db = this.d.db;
     const up = db.query("INSERT INTO usage (app, day, outcome, count) VALUES (?, ?, ?, ?) ON CONFLICT(app, day, outcome) DO UPDATE SET count = excluded.count");
@@ -576,7 +576,6 @@ export class Ingest {
     this.stored.prune(this.d.now() - DEDUPE_KEEP_MS);
     const q = db.query("INSERT INTO quota (org, month, used) VALUES (?, ?, ?) ON CONFLICT(org, month) DO UPDATE SET used = excluded.used");
     for (const [org, month, used] of s.quota) q.run(org, month, used);
-    db.query("INSERT OR REPLACE INTO checkpoint (key, value) VALUES ('web_sessions', ?)").run(s.webSessions);
   }
 
   /** New log records go to a new segment: the ones before can be deleted after the checkpoint. */
@@ -584,8 +583,8 @@ export class Ingest {
     this.wal.roll();
   }
 
-  /** Loads the state of the last checkpoint (before replaying newer log records). */
-  restoreState(): void {
+  /** Loads the state of the last checkpoint (before replaying newer log records), with its web sessions as packed. */
+  restoreState(webSessions?: Uint8Array): void {
     const db = this.d.db;
     for (const r of db.query<{ app: number; day: string; outcome: string; count: number }, []>("SELECT * FROM usage").all()) {
       this.usage.add(r.app, r.day, r.outcome as Outcome, r.count);
@@ -611,8 +610,7 @@ export class Ingest {
     // The runs' ids entered the filter when they were opened (constructor).
     this.stored.ready = true;
     for (const r of db.query<{ org: number; month: string; used: number }, []>("SELECT * FROM quota").all()) this.quota.restore(r.org, r.month, r.used);
-    const ws = db.query<{ value: Uint8Array }, []>("SELECT value FROM checkpoint WHERE key = 'web_sessions'").get();
-    if (ws) this.sessions.unpack(ws.value);
+    if (webSessions) this.sessions.unpack(webSessions);
   }
 
   /** After a checkpoint covering `through`: the log's segments go, new records start a new one. */

@@ -10,6 +10,7 @@ import { newApp, ownerHeaders } from "../helpers/ingest.ts";
 import { randomEvents } from "../helpers/events.ts";
 import { refBreakdown, refEvents, refEventSeries, refFunnel, refHeatmap, refMatch, refOverviewPeriod, refPaths, refSessions, type RefQuery } from "../helpers/reference.ts";
 import type { StoredEvent } from "../../src/store/event.ts";
+import { stateDirOf } from "../../src/storage.ts";
 
 const START = Date.UTC(2026, 10, 10, 20); // 20:00, so sessions cross midnight
 const clock = new TestClock(Date.UTC(2026, 10, 16, 12));
@@ -36,7 +37,7 @@ beforeAll(async () => {
   st.append(noise);
   const sv = s.server.services;
   const { checkpoint } = await import("../../src/checkpoint.ts");
-  await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store });
+  await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) });
   st.append(webEvents.slice(3000));
   st.append(appEvents.slice(2000));
 });
@@ -166,7 +167,7 @@ describe("stats against the reference", () => {
     const sv = s.server.services;
     const { checkpoint } = await import("../../src/checkpoint.ts");
     sv.store.append(evs.slice(0, 5000));
-    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store });
+    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) });
     const check = async () => {
       clock.advance(31_000); // past the answer cache
       for (const filters of [FILTER_SETS[0]!, FILTER_SETS[2]!]) {
@@ -252,7 +253,7 @@ describe("live against the reference", () => {
     // Nothing after the clock, as ingest clamps times (the generator's sessions run on).
     const before = randomEvents(w.appId, 8000, { seed: 31, start: now - 12 * 60_000, spanMs: 12 * 60_000, web: true }).filter((e) => e.ts <= now);
     st.append(before.slice(0, before.length >> 1));
-    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store });
+    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) });
     st.append(before.slice(before.length >> 1));
     expect(sv.store.live.read(w.appId, false, now)).not.toBeNull();
     for (const debug of [false, true]) {
@@ -268,7 +269,7 @@ describe("live against the reference", () => {
     const all = [...before, ...after];
     const half = after.length >> 1;
     st.append(after.slice(0, half));
-    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store });
+    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) });
     st.append(after.slice(half));
     expect(sv.store.live.read(w.appId, false, now)).not.toBeNull();
     for (const debug of [false, true]) {

@@ -9,6 +9,7 @@ import { batch, newApp, ownerHeaders, sendBatch } from "../helpers/ingest.ts";
 import { checkpoint, type CheckpointCrash } from "../../src/checkpoint.ts";
 import { dayNumber } from "../../src/store/rollups.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { stateDirOf } from "../../src/storage.ts";
 
 const PER = 5;
 
@@ -62,15 +63,23 @@ describe("crash points", () => {
   for (const point of ["after-write", "after-commit"] as CheckpointCrash[]) {
     test(`checkpoint interrupted ${point}: restart has every event once`, async () => {
       const { dir, s, app } = await world();
-      await ingest(s, app.key, 0, 30);
       const sv = s.server.services;
+      const deps = { db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) };
+      await ingest(s, app.key, 0, 10);
+      await checkpoint(deps);
+      await ingest(s, app.key, 10, 30);
       const before = answers(s, app.appId);
-      await expect(checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store }, point)).rejects.toThrow(point);
+      await expect(checkpoint(deps, point)).rejects.toThrow(point);
       expect(files(dir).length).toBeGreaterThan(0);
+      // Two session state files: the last committed checkpoint's and the interrupted one's.
+      expect(readdirSync(stateDirOf(dir)).length).toBe(2);
       await s.abort();
       const s2 = await startTestServer({ dataDir: dir, trustProxy: true });
       try {
         once(s2, app.appId, 30);
+        // Start-up keeps only the file the metadata store names.
+        const named = s2.server.services.db.query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'state_gen'").get()!.value;
+        expect(readdirSync(stateDirOf(dir))).toEqual([`${named}.sessions`]);
         expect(answers(s2, app.appId)).toEqual(before);
         // And it keeps working: more events, a clean checkpoint, a restart.
         await ingest(s2, app.key, 30, 40);
@@ -90,7 +99,7 @@ describe("crash points", () => {
       // Two days back, in two flushes: two hour files or more for that day.
       await ingest(s, app.key, 0, 10, 2);
       const sv = s.server.services;
-      const deps = { db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store };
+      const deps = { db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) };
       await checkpoint(deps);
       await ingest(s, app.key, 10, 20, 2);
       await checkpoint(deps);
@@ -117,7 +126,7 @@ describe("crash points", () => {
     const { dir, s, app } = await world();
     await ingest(s, app.key, 0, 15);
     const sv = s.server.services;
-    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store });
+    await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) });
     await ingest(s, app.key, 15, 25);
     const before = answers(s, app.appId);
     await s.abort();
