@@ -1,43 +1,47 @@
 // Web sessions, derived on the server: the same visitor with no event for 30 minutes
 // starts a new session. Kept in memory only (visitor hash -> session), swept as they end.
 // Visitors rotate daily, so a visit that crosses UTC midnight splits in two.
+// Held as records (visitor, session, last event) in a RecordTable: a checkpoint copies
+// them in one go.
 
+import { RecordTable } from "../util/record-table.ts";
 
 export const SESSION_IDLE_MS = 30 * 60_000;
 
 export class WebSessions {
-  private open = new Map<number, { id: number; last: number }>();
+  /** (visitor, session id, last event) records. */
+  private open = new RecordTable(3);
   private lastSweep = 0;
 
   sessionFor(visitor: number, at: number): number {
     this.sweep(at);
-    const s = this.open.get(visitor);
-    if (s && at - s.last < SESSION_IDLE_MS) {
-      if (at > s.last) s.last = at;
-      return s.id;
-    }
+    let o = this.open.find(visitor);
+    if (o >= 0) {
+      const r = this.open.rec;
+      if (at - r[o + 2]! < SESSION_IDLE_MS) {
+        if (at > r[o + 2]!) r[o + 2] = at;
+        return r[o + 1]!;
+      }
+    } else o = this.open.add(visitor);
     // Arithmetic mixing, not a string hash: this runs for every new visitor.
     const id = (visitor + at * 4099) % 9007199254740881;
-    this.open.set(visitor, { id, last: at });
+    this.open.rec[o + 1] = id;
+    this.open.rec[o + 2] = at;
     return id;
   }
 
   /** Restores a session seen in the write-ahead log at start-up. */
   remember(visitor: number, id: number, at: number) {
-    const s = this.open.get(visitor);
-    if (!s || s.last <= at) this.open.set(visitor, { id, last: at });
+    let o = this.open.find(visitor);
+    if (o >= 0 && this.open.rec[o + 2]! > at) return;
+    if (o < 0) o = this.open.add(visitor);
+    this.open.rec[o + 1] = id;
+    this.open.rec[o + 2] = at;
   }
 
   /** Open sessions, for a checkpoint: (visitor, session, last event) as float64 triples. */
   pack(): Uint8Array {
-    const f = new Float64Array(this.open.size * 3);
-    let k = 0;
-    for (const [v, s] of this.open) {
-      f[k++] = v;
-      f[k++] = s.id;
-      f[k++] = s.last;
-    }
-    return new Uint8Array(f.buffer);
+    return new Uint8Array(this.open.copy().buffer);
   }
 
   unpack(b: Uint8Array): void {
@@ -52,6 +56,8 @@ export class WebSessions {
   private sweep(now: number) {
     if (now - this.lastSweep < 60_000) return;
     this.lastSweep = now;
-    for (const [v, s] of this.open) if (now - s.last >= SESSION_IDLE_MS) this.open.delete(v);
+    // Backwards: a removal moves the last record, already seen, into the hole.
+    const t = this.open;
+    for (let o = t.end - 3; o >= 0; o -= 3) if (now - t.rec[o + 2]! >= SESSION_IDLE_MS) t.remove(o);
   }
 }

@@ -15,6 +15,7 @@
 
 import { DistinctCounter } from "./hll.ts";
 import type { Chunk } from "./chunk.ts";
+import { RecordTable } from "../util/record-table.ts";
 
 export const DAY_MS = 86_400_000;
 /** Sessions idle this long are folded into their start day. */
@@ -77,6 +78,17 @@ interface OpenSession {
   debug: boolean;
 }
 
+/** Fields of an open session's record (RecordTable), after its id; also the checkpoint's layout. */
+const FIRST = 1;
+const LAST = 2;
+const EVENTS = 3;
+const PAGEVIEWS = 4;
+const DEBUG = 5;
+const OPEN_WIDTH = 6;
+/** A folded session's record: id, then its start day. */
+const FOLDED_DAY = 1;
+const FOLDED_WIDTH = 2;
+
 /** A day's totals as queries read them (open sessions included). */
 export interface DayTotals {
   day: string;
@@ -95,9 +107,10 @@ class AppRollup {
   days = new Map<string, DayAgg>();
   /** Open sessions summed per "day|debug", built on demand and dropped on any change. */
   openByDay: Map<string, { sessions: number; bounces: number; durations: Map<number, number> }> | null = null;
-  open = new Map<number, OpenSession>();
-  /** Sessions folded, kept as ids so a late event for one is recognised (pruned with age). */
-  folded = new Map<number, number>();
+  /** Open sessions as records (id, first, last, events, pageviews, debug): a checkpoint copies them in one go. */
+  open = new RecordTable(OPEN_WIDTH);
+  /** Sessions folded, kept as (id, start day) so a late event for one is recognised (pruned with age). */
+  folded = new RecordTable(FOLDED_WIDTH);
   dirty = new Set<number>();
   /** The aggregate the last event went to: appends come in runs of one day. Reset with `days`. */
   last: { day: number; debug: boolean; g: DayAgg } | null = null;
@@ -137,23 +150,24 @@ export class Rollups {
     g.events++;
     if (pageview) g.pageviews++;
     g.users.add(visitor);
-    const s = a.open.get(session);
-    if (s) {
+    const o = a.open.find(session);
+    if (o >= 0) {
       // Open sessions are summed when read, so a start that moves needs no correction.
-      if (ts < s.first) s.first = ts;
-      if (ts > s.last) s.last = ts;
-      s.events++;
-      if (pageview) s.pageviews++;
+      const r = a.open.rec;
+      if (ts < r[o + FIRST]!) r[o + FIRST] = ts;
+      if (ts > r[o + LAST]!) r[o + LAST] = ts;
+      r[o + EVENTS]!++;
+      if (pageview) r[o + PAGEVIEWS]!++;
       return;
     }
-    const foldedDay = a.folded.get(session);
-    if (foldedDay !== undefined) {
+    const f = a.folded.find(session);
+    if (f >= 0) {
       // More than two days late: recompute the days this session touches from the events.
-      a.dirty.add(foldedDay);
+      a.dirty.add(a.folded.rec[f + FOLDED_DAY]!);
       a.dirty.add(day);
       return;
     }
-    a.open.set(session, { first: ts, last: ts, events: 1, pageviews: pageview ? 1 : 0, debug });
+    setOpen(a.open, session, { first: ts, last: ts, events: 1, pageviews: pageview ? 1 : 0, debug });
   }
 
   /** Folds sessions idle for SESSION_HOLD_MS into their start day (run by the rollup job). */
@@ -161,16 +175,19 @@ export class Rollups {
     let n = 0;
     for (const a of this.apps.values()) {
       a.openByDay = null;
-      for (const [id, s] of a.open) {
-        if (now - s.last < SESSION_HOLD_MS) continue;
-        const d = dayOf(s.first);
-        this.agg(a, d, s.debug).addSession(s.last - s.first, s.events <= 1 && s.pageviews <= 1);
-        a.open.delete(id);
-        a.folded.set(id, d);
+      // Backwards: a removal moves the last record, already seen, into the hole.
+      for (let o = a.open.end - OPEN_WIDTH; o >= 0; o -= OPEN_WIDTH) {
+        const r = a.open.rec;
+        if (now - r[o + LAST]! < SESSION_HOLD_MS) continue;
+        const id = r[o]!;
+        const d = dayOf(r[o + FIRST]!);
+        this.agg(a, d, r[o + DEBUG] === 1).addSession(r[o + LAST]! - r[o + FIRST]!, r[o + EVENTS]! <= 1 && r[o + PAGEVIEWS]! <= 1);
+        a.open.remove(o);
+        setFolded(a.folded, id, d);
         n++;
       }
       // A folded id older than the 7 days ingest accepts can no longer come back.
-      for (const [id, d] of a.folded) if ((d + 9) * DAY_MS < now) a.folded.delete(id);
+      for (let o = a.folded.end - FOLDED_WIDTH; o >= 0; o -= FOLDED_WIDTH) if ((a.folded.rec[o + FOLDED_DAY]! + 9) * DAY_MS < now) a.folded.remove(o);
     }
     return n;
   }
@@ -226,11 +243,12 @@ export class Rollups {
     for (const [id, s] of sessions) {
       const d = dayOf(s.first);
       if (!wanted.has(d)) continue;
-      a.open.delete(id);
-      if (now - s.last < SESSION_HOLD_MS) a.open.set(id, s);
+      if (now - s.last < SESSION_HOLD_MS) setOpen(a.open, id, s);
       else {
+        const o = a.open.find(id);
+        if (o >= 0) a.open.remove(o);
         this.agg(a, d, s.debug).addSession(s.last - s.first, s.events <= 1 && s.pageviews <= 1);
-        a.folded.set(id, d);
+        setFolded(a.folded, id, d);
       }
     }
     for (const d of days) a.dirty.delete(d);
@@ -272,13 +290,14 @@ export class Rollups {
   private openSummary(a: AppRollup) {
     if (a.openByDay) return a.openByDay;
     const m = new Map<string, { sessions: number; bounces: number; durations: Map<number, number> }>();
-    for (const s of a.open.values()) {
-      const k = key(dayOf(s.first), s.debug);
+    const r = a.open.rec;
+    for (let o = 0; o < a.open.end; o += OPEN_WIDTH) {
+      const k = key(dayOf(r[o + FIRST]!), r[o + DEBUG] === 1);
       let e = m.get(k);
       if (!e) m.set(k, (e = { sessions: 0, bounces: 0, durations: new Map() }));
       e.sessions++;
-      if (s.events <= 1 && s.pageviews <= 1) e.bounces++;
-      const d = durationKey(s.last - s.first);
+      if (r[o + EVENTS]! <= 1 && r[o + PAGEVIEWS]! <= 1) e.bounces++;
+      const d = durationKey(r[o + LAST]! - r[o + FIRST]!);
       e.durations.set(d, (e.durations.get(d) ?? 0) + 1);
     }
     a.openByDay = m;
@@ -304,26 +323,18 @@ export class Rollups {
       folded += a.folded.size;
     }
     // Per app: [app, nOpen, nFolded], then open as (id, first, last, events, pageviews, debug),
-    // folded as (id, day).
-    const f = new Float64Array(this.apps.size * 3 + open * 6 + folded * 2);
+    // folded as (id, day): the tables' own records, copied whole.
+    const f = new Float64Array(this.apps.size * 3 + open * OPEN_WIDTH + folded * FOLDED_WIDTH);
     let k = 0;
     for (const [id, a] of this.apps) {
       out[id] = { days: [...a.days].map(([key, g]) => [key, g.serialize()]), dirty: [...a.dirty] };
       f[k++] = id;
       f[k++] = a.open.size;
       f[k++] = a.folded.size;
-      for (const [sid, x] of a.open) {
-        f[k++] = sid;
-        f[k++] = x.first;
-        f[k++] = x.last;
-        f[k++] = x.events;
-        f[k++] = x.pageviews;
-        f[k++] = x.debug ? 1 : 0;
-      }
-      for (const [sid, d] of a.folded) {
-        f[k++] = sid;
-        f[k++] = d;
-      }
+      f.set(a.open.rec.subarray(0, a.open.end), k);
+      k += a.open.end;
+      f.set(a.folded.rec.subarray(0, a.folded.end), k);
+      k += a.folded.end;
     }
     return { days: JSON.stringify(out), sessions: new Uint8Array(f.buffer) };
   }
@@ -346,10 +357,27 @@ export class Rollups {
       const nOpen = f[k++]!;
       const nFolded = f[k++]!;
       const a = this.app(id);
-      for (let i = 0; i < nOpen; i++, k += 6) a.open.set(f[k]!, { first: f[k + 1]!, last: f[k + 2]!, events: f[k + 3]!, pageviews: f[k + 4]!, debug: f[k + 5] === 1 });
-      for (let i = 0; i < nFolded; i++, k += 2) a.folded.set(f[k]!, f[k + 1]!);
+      a.open.load(f.subarray(k, (k += nOpen * OPEN_WIDTH)));
+      a.folded.load(f.subarray(k, (k += nFolded * FOLDED_WIDTH)));
     }
   }
+}
+
+function setOpen(t: RecordTable, id: number, s: OpenSession) {
+  let o = t.find(id);
+  if (o < 0) o = t.add(id);
+  const r = t.rec;
+  r[o + FIRST] = s.first;
+  r[o + LAST] = s.last;
+  r[o + EVENTS] = s.events;
+  r[o + PAGEVIEWS] = s.pageviews;
+  r[o + DEBUG] = s.debug ? 1 : 0;
+}
+
+function setFolded(t: RecordTable, id: number, day: number) {
+  let o = t.find(id);
+  if (o < 0) o = t.add(id);
+  t.rec[o + FOLDED_DAY] = day;
 }
 
 /** Duration histogram keyed by durationKey: dense below an hour, sparse above. */
