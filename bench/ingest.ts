@@ -174,6 +174,13 @@ const forcedMax = forced.reduce((a, f) => Math.max(a, f.ms), 0);
 const asked = readFileSync(join(dir, "server.log"), "utf8")
   .split("\n")
   .filter((l) => l.includes("garbage collection asked for")).length;
+// What each checkpoint held the event loop for (its log line): every request waits that long.
+const held = readFileSync(join(dir, "server.log"), "utf8")
+  .split("\n")
+  .filter((l) => l.includes('"msg":"checkpoint"'))
+  .map((l) => JSON.parse(l) as { snapshot_ms: number; commit_ms: number; finish_ms: number })
+  .map((c) => c.snapshot_ms + c.commit_ms + c.finish_ms)
+  .sort((a, b) => a - b);
 rmSync(dir, { recursive: true, force: true });
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -205,6 +212,6 @@ const body = `## Ingest (bench/ingest.ts)
 |---|---|---|---|---|---|---|---|
 ${table}
 
-Targets (issue [3/7]): web events at least 0.6x the bare requests/s with p99 at most 3 ms at 64 connections; batches at least 4x the bare requests/s counted in events, p99 under 25 ms. Synchronous collections by the load shedder (RSS within 64 MiB of its shedding bound; each holds the event loop): ${forced.length}, ${fmt(forcedMs)} ms in all, the longest ${fmt(forcedMax)} ms; concurrent collections it asked for: ${asked}. Server RSS at the end of the run: ${fmt(rss)} MiB (the events of the run are held as columns: the newest in the in-memory head, the rest in flushed partitions kept decoded in the cache, within the cache budget of 60% of SEXTANT_MEMORY_MB).`;
+Targets (issue [3/7]): web events at least 0.6x the bare requests/s with p99 at most 3 ms at 64 connections; batches at least 4x the bare requests/s counted in events, p99 under 25 ms. Synchronous collections by the load shedder (RSS within 64 MiB of its shedding bound; each holds the event loop): ${forced.length}, ${fmt(forcedMs)} ms in all, the longest ${fmt(forcedMax)} ms; concurrent collections it asked for: ${asked}. Checkpoints (flushes) during the run: ${held.length}, each holding the event loop ${held.length ? `${fmt(held[Math.floor(held.length / 2)]!)} ms (median), ${fmt(held[held.length - 1]!)} ms at most` : "-"} (snapshot, transaction and finish, from their log lines). Server RSS at the end of the run: ${fmt(rss)} MiB (the events of the run are held as columns: the newest in the in-memory head, the rest in flushed partitions kept decoded in the cache, within the cache budget of 60% of SEXTANT_MEMORY_MB).`;
 writeSection("ingest", body);
 console.log(body);
