@@ -44,8 +44,6 @@ export function checkpointGen(db: Db): number {
   return r ? Number(r.value) : 0;
 }
 
-const STATE_SECTIONS = ["web sessions", "rollup sessions"] as const;
-
 export function loadCheckpoint(d: CheckpointDeps): number {
   const seq = checkpointSeq(d.db);
   const value = <T>(key: string) => d.db.query<{ value: T }, [string]>("SELECT value FROM checkpoint WHERE key = ?").get(key)?.value;
@@ -64,7 +62,7 @@ export function loadCheckpoint(d: CheckpointDeps): number {
       // Events are all safe (partitions and the log). Lost: the sessions open at the
       // checkpoint, from the day totals' session counts, and a visit going on across this
       // start continues under a new session id.
-      d.log.error("session state of the last checkpoint unreadable; open sessions start afresh", { error: (e as Error).message, sections: STATE_SECTIONS.join(", ") });
+      d.log.error("session state of the last checkpoint unreadable; open sessions start afresh", { error: (e as Error).message });
     }
   }
   pruneStateFilesSync(d.stateDir, stateGen === undefined ? null : Number(stateGen));

@@ -410,7 +410,6 @@ function sameEntryKey(a: Uint8Array, ao: number, b: Uint8Array, bo: number): boo
 
 class Stopped extends Error {}
 
-/** write(2) may write less than asked (a disk filling up) without failing: loop until all is written. */
 function readFull(fd: number, buf: Uint8Array, length: number, position: number) {
   let off = 0;
   while (off < length) {

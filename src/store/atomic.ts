@@ -56,6 +56,7 @@ export async function writeAtomicAsync(file: string, bytes: Uint8Array | Uint8Ar
   await syncDir(dir);
 }
 
+/** write(2) may write less than asked (a disk filling up) without failing: loop until all is written. */
 export async function writeAllAt(fh: FileHandle, buf: Uint8Array, length: number, position: number) {
   let off = 0;
   while (off < length) {

@@ -4,7 +4,7 @@
 //
 // Why not a Map of objects: a checkpoint saves such tables whole, at one instant, on the
 // event loop. Walking 55,000 session objects entry by entry held it 4-34 ms per checkpoint
-// under batch load (cold caches, an object each); copying one array takes well under one.
+// under batch load (cold caches, an object each); copying the array takes a millisecond or two.
 
 export class RecordTable {
   private at = new Map<number, number>();
