@@ -32,7 +32,9 @@ const FANOUT = 4;
 /** Entries a merge reads or writes per step (with the event loop free between steps). */
 const STEP = 4096;
 
-const REASONS = [undefined, "over_quota", "paused"] as const;
+/** Reason codes of a stored answer (u8), as runs and the in-memory ring keep them. */
+export const REASONS = [undefined, "over_quota", "paused"] as const;
+export const reasonCode = (r: StoredAnswer["reason"]) => (r === "over_quota" ? 1 : r === "paused" ? 2 : 0);
 
 export interface StoredAnswer {
   app: number;
@@ -62,7 +64,8 @@ interface Run {
   index: Float64Array;
 }
 
-function uuidBytes(id: string, out: Uint8Array, at: number) {
+/** The 16 bytes of a UUID written as hex with dashes. */
+export function uuidBytes(id: string, out: Uint8Array, at: number) {
   let j = 0;
   for (let i = 0; i < id.length && j < 16; i++) {
     const c = id.charCodeAt(i);
@@ -105,7 +108,7 @@ export function encodeRun(answers: StoredAnswer[]): { bytes: Uint8Array; index: 
     view.setUint32(o + 16, a.app, true);
     view.setUint16(o + 20, a.accepted, true);
     view.setUint16(o + 22, a.dropped, true);
-    bytes[o + 24] = a.reason === "over_quota" ? 1 : a.reason === "paused" ? 2 : 0;
+    bytes[o + 24] = reasonCode(a.reason);
     uuidBytes(a.batchId, bytes, o + 32);
     if (k % BLOCK === 0) index[k / BLOCK] = hs[order[k]!]!;
     if (a.at < oldest) oldest = a.at;

@@ -24,6 +24,7 @@ import { Salts } from "./salts.ts";
 import { SeenIds } from "./seen-ids.ts";
 import { AnswerRuns, answerKey, type StoredAnswer } from "./answer-runs.ts";
 import { WebSessions } from "./web-sessions.ts";
+import { RecentAnswers } from "./recent-answers.ts";
 import { Wal, WalWriteError } from "./wal.ts";
 import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
 import { safeEqual, sha256 } from "../util/secrets.ts";
@@ -39,7 +40,8 @@ export const DEDUPE_KEEP_MS = 8 * 86_400_000;
  * Batch answers younger than this (5 minutes: SDK retries mostly come within seconds) stay
  * in memory; older ones, once a checkpoint has written them to a run (answer-runs.ts), are
  * looked up there. Keeping all 8 days in memory grew without bound under steady load
- * (found by the soak: ~150 bytes per batch).
+ * (found by the soak: ~150 bytes per batch). In memory they are typed-array slots, not
+ * objects (recent-answers.ts): the collector need not mark them.
  */
 export const DEDUPE_MEMORY_MS = 5 * 60_000;
 
@@ -47,10 +49,10 @@ const REC_BATCH = 1;
 const REC_WEB = 2;
 const REC_OUTCOMES = 3;
 
-/** A batch answer waiting for a checkpoint: its hash (answerHash) and its entry in the in-memory map come along. */
+/** A batch answer waiting for a checkpoint: its hash (answerHash) and its sequence among the recent answers come along. */
 interface PendingAnswer extends StoredAnswer {
   hash: number;
-  entry: { saved?: boolean };
+  recent: number;
 }
 
 export interface IngestSnapshot {
@@ -127,8 +129,8 @@ export class Ingest {
   readonly salts: Salts;
   private sessions = new WebSessions();
   private wal: Wal;
-  /** Batch answers by app:batch id, oldest first; `saved` once a checkpoint has written it to a run. */
-  private dedupe = new Map<string, { ans: BatchAnswer; at: number; saved?: boolean }>();
+  /** Batch answers of the last DEDUPE_MEMORY_MS (and any not yet in a run), oldest first. */
+  private recent = new RecentAnswers();
   /**
    * Batch answers not yet in a run (the next checkpoint writes them). Built as each batch
    * is answered, with the key's hash the request already needed: made all at once from the
@@ -195,8 +197,8 @@ export class Ingest {
     }
     const batchId = req.batchId!.toLowerCase();
     const dedupeKey = answerKey(app, batchId);
-    let keyHash = NaN;
-    const seen = this.dedupe.get(dedupeKey) ?? this.storedAnswer(app, batchId, now, (keyHash = hash53(dedupeKey)));
+    const keyHash = hash53(dedupeKey);
+    const seen = this.recent.get(app, batchId, keyHash) ?? this.storedAnswer(app, batchId, now, keyHash);
     if (seen) {
       this.count(app, now, "duplicate", seen.ans.accepted + seen.ans.dropped || 1);
       return seen.ans;
@@ -304,10 +306,10 @@ export class Ingest {
     const day = utcDay(at);
     this.usage.add(app, day, "accepted", events.length);
     for (const [r, n] of Object.entries(drops)) this.usage.add(app, day, r as Outcome, n ?? 0);
-    const entry: { ans: BatchAnswer; at: number; saved?: boolean } = { ans, at };
-    this.dedupe.set(dedupeKey, entry);
-    this.newAnswers.push({ app, batchId, at, accepted: ans.accepted, dropped: ans.dropped, reason: ans.reason, hash: Number.isNaN(hash) ? hash53(dedupeKey) : hash, entry });
-    this.pruneDedupe(at);
+    const h = Number.isNaN(hash) ? hash53(dedupeKey) : hash;
+    const recent = this.recent.add(app, batchId, h, ans, at);
+    this.newAnswers.push({ app, batchId, at, accepted: ans.accepted, dropped: ans.dropped, reason: ans.reason, hash: h, recent });
+    this.recent.prune(at, DEDUPE_MEMORY_MS);
   }
 
   // ---- web events -------------------------------------------------------------------------
@@ -422,18 +424,6 @@ export class Ingest {
     return refuse("unavailable", "storage_unavailable", "Events cannot be written to disk right now; retry with backoff.", 5);
   }
 
-  private lastPrune = 0;
-  private pruneDedupe(now: number) {
-    if (now - this.lastPrune < 60_000) return;
-    this.lastPrune = now;
-    // The map is in answer order (oldest first): stop at the first young one. An answer not
-    // yet committed to the metadata store stays whatever its age: memory is its only copy
-    // (a checkpoint under way may have taken it but not written it yet).
-    for (const [k, v] of this.dedupe) {
-      if (now - v.at <= DEDUPE_MEMORY_MS) break;
-      if (v.saved) this.dedupe.delete(k);
-    }
-  }
 
   /** A batch answered minutes ago or more (or before the last start-up): the runs. */
   private storedAnswer(app: number, batchId: string, now: number, keyHash: number): { ans: BatchAnswer; at: number } | undefined {
@@ -501,8 +491,7 @@ export class Ingest {
         this.usage.addAll(a, d, c);
       }
     }, after);
-    this.lastPrune = 0;
-    this.pruneDedupe(this.d.now());
+    this.recent.prune(this.d.now(), DEDUPE_MEMORY_MS);
     return { records, events, truncated };
   }
 
@@ -529,9 +518,9 @@ export class Ingest {
   /** These answers are in a run: they may leave memory once old. */
   private markAnswersSaved(answers: PendingAnswer[]): void {
     for (const a of answers) {
-      a.entry.saved = true;
-      // Before the answer may leave memory, so that a retry of it is looked up.
+      // Into the filter before the answer may leave memory, so that a retry of it is looked up.
       this.stored.addHash(a.hash, a.at);
+      this.recent.markSaved(a.recent);
     }
   }
 
