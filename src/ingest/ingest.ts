@@ -424,7 +424,6 @@ export class Ingest {
     return refuse("unavailable", "storage_unavailable", "Events cannot be written to disk right now; retry with backoff.", 5);
   }
 
-
   /** A batch answered minutes ago or more (or before the last start-up): the runs. */
   private storedAnswer(app: number, batchId: string, now: number, keyHash: number): { ans: BatchAnswer; at: number } | undefined {
     if (this.stored.ready && !this.stored.mayHaveHash(keyHash)) return undefined;
