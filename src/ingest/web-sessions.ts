@@ -8,9 +8,14 @@ import { RecordTable } from "../util/record-table.ts";
 
 export const SESSION_IDLE_MS = 30 * 60_000;
 
+/** Fields of a record after its key (the visitor); also the checkpoint's layout. */
+const ID = 1;
+const LAST = 2;
+const WIDTH = 3;
+
 export class WebSessions {
   /** (visitor, session id, last event) records. */
-  private open = new RecordTable(3);
+  private open = new RecordTable(WIDTH);
   private lastSweep = 0;
 
   sessionFor(visitor: number, at: number): number {
@@ -18,25 +23,25 @@ export class WebSessions {
     let o = this.open.find(visitor);
     if (o >= 0) {
       const r = this.open.rec;
-      if (at - r[o + 2]! < SESSION_IDLE_MS) {
-        if (at > r[o + 2]!) r[o + 2] = at;
-        return r[o + 1]!;
+      if (at - r[o + LAST]! < SESSION_IDLE_MS) {
+        if (at > r[o + LAST]!) r[o + LAST] = at;
+        return r[o + ID]!;
       }
     } else o = this.open.add(visitor);
     // Arithmetic mixing, not a string hash: this runs for every new visitor.
     const id = (visitor + at * 4099) % 9007199254740881;
-    this.open.rec[o + 1] = id;
-    this.open.rec[o + 2] = at;
+    this.open.rec[o + ID] = id;
+    this.open.rec[o + LAST] = at;
     return id;
   }
 
   /** Restores a session seen in the write-ahead log at start-up. */
   remember(visitor: number, id: number, at: number) {
     let o = this.open.find(visitor);
-    if (o >= 0 && this.open.rec[o + 2]! > at) return;
+    if (o >= 0 && this.open.rec[o + LAST]! > at) return;
     if (o < 0) o = this.open.add(visitor);
-    this.open.rec[o + 1] = id;
-    this.open.rec[o + 2] = at;
+    this.open.rec[o + ID] = id;
+    this.open.rec[o + LAST] = at;
   }
 
   /** Open sessions, for a checkpoint: (visitor, session, last event) as float64 triples. */
@@ -46,7 +51,7 @@ export class WebSessions {
 
   unpack(b: Uint8Array): void {
     const f = new Float64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
-    for (let k = 0; k + 2 < f.length; k += 3) this.remember(f[k]!, f[k + 1]!, f[k + 2]!);
+    for (let k = 0; k + WIDTH <= f.length; k += WIDTH) this.remember(f[k]!, f[k + ID]!, f[k + LAST]!);
   }
 
   get size() {
@@ -58,6 +63,6 @@ export class WebSessions {
     this.lastSweep = now;
     // Backwards: a removal moves the last record, already seen, into the hole.
     const t = this.open;
-    for (let o = t.end - 3; o >= 0; o -= 3) if (now - t.rec[o + 2]! >= SESSION_IDLE_MS) t.remove(o);
+    for (let o = t.end - WIDTH; o >= 0; o -= WIDTH) if (now - t.rec[o + LAST]! >= SESSION_IDLE_MS) t.remove(o);
   }
 }
