@@ -56,14 +56,12 @@ export function ingestHandlers(svc: Services) {
       ingest.shedder.enter(address);
       try {
         const encoding = (h(req, "content-encoding") ?? "").trim().toLowerCase();
-        if (encoding !== "" && encoding !== "identity" && encoding !== "gzip") {
-          throw new ApiError(400, "unsupported_encoding", "Content-Encoding must be gzip, or absent.");
-        }
         const ans = await ingest.batch({
           key: h(req, "x-app-key"),
           batchId: h(req, "x-batch-id"),
           contentType: h(req, "content-type"),
           gzip: encoding === "gzip",
+          unsupportedEncoding: encoding !== "" && encoding !== "identity" && encoding !== "gzip" ? encoding : undefined,
           body: new Uint8Array(await req.arrayBuffer()),
           address,
         });

@@ -12,7 +12,7 @@ if(!s)return;
 var k=s.getAttribute("data-key"),api=s.getAttribute("data-api")||new URL(s.src).origin+"/v1/event",last=null;
 function send(name,props){
 if(!k||n.webdriver)return;
-var b=JSON.stringify({k:k,n:String(name),u:l.href,r:d.referrer||null,w:w.innerWidth,p:props||null});
+var b=JSON.stringify({k:k,n:String(name),u:l.href,r:d.referrer||null,w:w.screen&&w.screen.width,p:props||null});
 try{if(n.sendBeacon&&n.sendBeacon(api,new Blob([b],{type:"text/plain"})))return}catch(e){}
 try{fetch(api,{method:"POST",body:b,headers:{"Content-Type":"text/plain"},keepalive:true,credentials:"omit",mode:"cors"}).catch(function(){})}catch(e){}
 }

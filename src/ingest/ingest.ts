@@ -73,6 +73,8 @@ export interface BatchRequest {
   batchId: string | null;
   contentType: string | null;
   gzip: boolean;
+  /** A Content-Encoding other than gzip or identity, as sent (refused once the key is known). */
+  unsupportedEncoding?: string;
   body: Uint8Array;
   address: string;
 }
@@ -189,6 +191,10 @@ export class Ingest {
       this.count(app, now, "malformed");
       throw refuse("invalid", "malformed_batch", message);
     };
+    if (req.unsupportedEncoding !== undefined) {
+      this.count(app, now, "malformed");
+      throw refuse("invalid", "unsupported_encoding", "Content-Encoding must be gzip, or absent.");
+    }
     if (!req.batchId || !UUID.test(req.batchId)) bad("X-Batch-Id must be a UUID, created with the batch and reused on every retry.");
     if (!req.contentType || !/^application\/json\b/i.test(req.contentType)) bad("Content-Type must be application/json.");
     if (req.body.length > MAX_BATCH_BYTES) {
@@ -219,7 +225,9 @@ export class Ingest {
 
     this.inflight.add(dedupeKey);
     try {
-      const rateWait = this.keyRates.take(req.key!, batch.events.length, keySpec(this.d.limitFor(info.orgId)));
+      // A paused app's batches are answered "paused" whatever their rate (the spec's answer
+      // for them), and cost the key nothing.
+      const rateWait = info.paused ? 0 : this.keyRates.take(req.key!, batch.events.length, keySpec(this.d.limitFor(info.orgId)));
       if (rateWait > 0) {
         this.count(app, now, "rate_limited");
         throw refuse("rate_limited", "rate_limited", "This key is sending faster than its plan allows; retry after the delay.", rateWait);
@@ -267,13 +275,19 @@ export class Ingest {
         this.count(app, now, "too_large");
         return refuse("too_large", "body_too_large", `The body is over ${MAX_BATCH_BYTES} bytes after decompression; split the batch.`);
       };
+      // The gzip trailer states the inflated size (mod 2^32) of its last member. Only a small
+      // body that declares at most the bound is inflated in one call; a bomb (or a truncated
+      // body, whose last bytes are not a trailer) goes through the bounded stream below.
+      const n = body.length;
+      const declared = n >= 18 ? (body[n - 4]! | (body[n - 3]! << 8) | (body[n - 2]! << 16) | (body[n - 1]! << 24)) >>> 0 : 0;
       try {
         // Deflate expands at most 1032 to 1, so a body this small cannot inflate past about
-        // 16 MiB: Bun's own gunzip (twice as fast as node:zlib's stream; with libdeflate,
+        // 16 MiB even when its trailer lies (and libdeflate then refuses it for the
+        // mismatch): Bun's own gunzip (twice as fast as node:zlib's stream; with libdeflate,
         // 12 µs against zlib's 15 for a batch of 100) is safe there, with the bound checked
-        // after. Larger bodies go through node:zlib, which stops at it.
+        // after. Everything else goes through node:zlib, which stops at the bound.
         bytes =
-          body.length <= NATIVE_GUNZIP_MAX
+          n <= NATIVE_GUNZIP_MAX && declared <= MAX_BATCH_BYTES
             ? Bun.gunzipSync(body as Uint8Array<ArrayBuffer>, { library: "libdeflate" })
             : gunzipSync(body, { maxOutputLength: MAX_BATCH_BYTES });
       } catch (e) {
@@ -320,9 +334,17 @@ export class Ingest {
     // once the forwarding secret checks out; the proxy itself is then the socket peer.
     let address = req.address;
     let viaProxy = req.trustProxy;
-    const wait = this.webClients.take(clientKey(address));
-    if (wait > 0) throw refuse("rate_limited", "rate_limited", "Too many events from this address.", wait);
-    if (req.body.length > MAX_WEB_BYTES) throw refuse("too_large", "body_too_large", `The event is over ${MAX_WEB_BYTES} bytes.`);
+    // The per-address limit applies to the visitor's address. Through a site's proxy that is
+    // known only once the secret checks out (below); every other request is limited here,
+    // before its body is parsed.
+    const proxied = req.forwardingSecret !== null;
+    const wait = proxied ? 0 : this.webClients.take(clientKey(address));
+    if (wait > 0) {
+      this.countWebKey(req.body, "rate_limited", now);
+      throw refuse("rate_limited", "rate_limited", "Too many events from this address.", wait);
+    }
+    // Not a 413: the spec's answers for web events are 202, 400, 403 and 429.
+    if (req.body.length > MAX_WEB_BYTES) throw refuse("invalid", "malformed_event", `The event is over ${MAX_WEB_BYTES} bytes.`);
     let json: unknown;
     try {
       json = JSON.parse(dec.decode(req.body));
@@ -350,6 +372,11 @@ export class Ingest {
       viaProxy = true;
       const forwarded = lastForwarded(req.forwardedFor);
       if (forwarded) address = forwarded;
+      const proxiedWait = this.webClients.take(clientKey(address));
+      if (proxiedWait > 0) {
+        this.count(app, now, "rate_limited");
+        throw refuse("rate_limited", "rate_limited", "Too many events from this address.", proxiedWait);
+      }
     }
     const origin = req.origin;
     const originOk = origin ? originAllowed(origin, info.origins) : req.forwardingSecret !== null;
@@ -358,7 +385,7 @@ export class Ingest {
       throw refuse("forbidden", "origin_refused", "This page's origin is not among the site's origins.");
     }
     const allowOrigin = origin && originOk ? origin : null;
-    const rateWait = this.keyRates.take(body.k, 1, keySpec(this.d.limitFor(info.orgId)));
+    const rateWait = info.paused ? 0 : this.keyRates.take(body.k, 1, keySpec(this.d.limitFor(info.orgId)));
     if (rateWait > 0) {
       this.count(app, now, "rate_limited");
       throw refuse("rate_limited", "rate_limited", "This site is sending faster than its plan allows.", rateWait);
@@ -417,6 +444,17 @@ export class Ingest {
   private countForKey(key: string | null, outcome: Outcome, now: number) {
     const info = key ? this.keys.get(key) : null;
     if (info) this.count(info.appId, now, outcome);
+  }
+
+  /** Counts an outcome for the site a refused web event names, when its body says (refusals only). */
+  private countWebKey(body: Uint8Array, outcome: Outcome, now: number) {
+    if (body.length > MAX_WEB_BYTES) return;
+    try {
+      const k = (JSON.parse(dec.decode(body)) as { k?: unknown } | null)?.k;
+      if (typeof k === "string") this.countForKey(k, outcome, now);
+    } catch {
+      // not JSON: nothing names the site
+    }
   }
 
   private unavailable(e: unknown): IngestError {

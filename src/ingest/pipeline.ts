@@ -11,6 +11,7 @@ import { cleanProps } from "./props.ts";
 import { classifyReferrer, deviceTypeFromWidth, MAX_DIM, parsePage, platformFromOs, type AgentInfo, type PageInfo } from "./enrich.ts";
 import type { DropReason } from "./outcomes.ts";
 import { hash53 } from "../util/hash.ts";
+import { cutChars } from "../util/chars.ts";
 import { checkBatch, checkWebEvent } from "./schemas.ts";
 
 export const MAX_EVENTS_PER_BATCH = 100;
@@ -181,7 +182,7 @@ export function batchEvents(batch: ParsedBatch, ctx: BatchContext): StepOutcome 
   return { events, drops };
 }
 
-const cutDim = (s: string) => (s.length > MAX_DIM ? s.slice(0, MAX_DIM) : s);
+const cutDim = (s: string) => cutChars(s, MAX_DIM);
 
 // ---- web events -----------------------------------------------------------------------------
 
@@ -201,7 +202,7 @@ export function parseWebEvent(json: unknown): ParseResult<WebEventBody> {
   const problem = checkWebEvent(json);
   if (problem) return { ok: false, message: problem };
   const { k, n, u, r, w, p } = json as Record<string, unknown>;
-  if (!isValidEventName(n as string)) return { ok: false, message: "n: an event name has no control characters." };
+  if (!isValidEventName(n as string)) return { ok: false, message: "n: an event name is 1-64 characters without control characters." };
   const page = parsePage(u as string);
   if (!page) return { ok: false, message: "u: must be the page's http(s) URL." };
   return {

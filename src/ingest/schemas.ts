@@ -68,7 +68,9 @@ export const BatchAnswerSchema = t.Object(
 );
 
 const batchCheck = TypeCompiler.Compile(Batch);
-const webCheck = TypeCompiler.Compile(WebEventSchema);
+// TypeBox measures maxLength in UTF-16 units, JSON Schema (and the spec) in characters: the
+// runtime check lets `n` through up to 128 units and isValidEventName counts its characters.
+const webCheck = TypeCompiler.Compile(t.Object({ ...WebEventSchema.properties, n: Str(128, 1) }));
 
 function firstError(check: ReturnType<typeof TypeCompiler.Compile>, value: unknown): string {
   const e = check.Errors(value).First();

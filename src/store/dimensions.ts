@@ -2,6 +2,7 @@
 // query layer and by domain validation (saved funnels), so it lives with the schema.
 
 import { STRING_DIMS } from "./event.ts";
+import { withinChars } from "../util/chars.ts";
 
 export const DIMENSIONS = ["name", ...STRING_DIMS, "entry", "exit"] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
@@ -16,7 +17,7 @@ export function isDimension(x: string): boolean {
 
 /** Event names: 1-64 characters, no control characters; `$` starts reserved names. */
 export function isValidEventName(name: string): boolean {
-  if (name.length < 1 || name.length > 64) return false;
+  if (name.length < 1 || !withinChars(name, 64)) return false;
   // A loop over at most 64 characters: a regular expression cost more per event.
   for (let i = 0; i < name.length; i++) {
     const c = name.charCodeAt(i);

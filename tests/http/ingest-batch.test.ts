@@ -149,6 +149,17 @@ describe("batch answers (the spec's ingest error table)", () => {
     }
   });
 
+  test("an encoding other than gzip: 401 first for an unknown key, else 400 unsupported_encoding, counted as malformed", async () => {
+    const a = await newApp(s, owner, "app", undefined, app.orgId);
+    const br = { "content-encoding": "br" };
+    expect((await sendBatch(s.url, "ak_unknown", batch([ev("a")]), { headers: { ...from(), ...br } })).status).toBe(401);
+    const r = await sendBatch(s.url, a.key, batch([ev("a")]), { headers: { ...from(), ...br } });
+    expect(r.status).toBe(400);
+    expect(await errorCode(r)).toBe("unsupported_encoding");
+    expect((await usage(a.appId)).malformed).toBe(1);
+    expect(stored(a.appId).length).toBe(0);
+  });
+
   test("401 for an unknown key, a revoked key, a site key, and no key", async () => {
     expect((await sendBatch(s.url, "ak_unknown", batch([ev("a")]), { headers: from() })).status).toBe(401);
     expect((await sendBatch(s.url, null, batch([ev("a")]), { headers: from() })).status).toBe(401);
@@ -228,10 +239,13 @@ describe("the spec's Limits table, row by row", () => {
   test("event names: 1-64 characters, no control characters, $ reserved", async () => {
     expect((await one(ev("x".repeat(64)))).ans.accepted).toBe(1);
     for (const bad of ["", "x".repeat(65), "bad\u0007name", "tab\tname"]) expect((await one(ev(bad))).ans).toEqual({ accepted: 0, dropped: 1 });
+    // Characters, not UTF-16 units: 64 emoji are 128 units and still a name.
+    expect((await one(ev("🚀".repeat(64)))).ev!.name).toBe("🚀".repeat(64));
+    expect((await one(ev("🚀".repeat(65)))).ans).toEqual({ accepted: 0, dropped: 1 });
     expect((await one({ ts: iso(clock.ms), session_id: "s" })).ans.dropped).toBe(1);
     expect((await one(ev("$screen"))).ans).toEqual({ accepted: 0, dropped: 1 });
     const u = await usage();
-    expect(u.invalid_name).toBeGreaterThanOrEqual(5);
+    expect(u.invalid_name).toBeGreaterThanOrEqual(6);
     expect(u.reserved_name).toBeGreaterThanOrEqual(1);
   });
 
@@ -268,6 +282,9 @@ describe("the spec's Limits table, row by row", () => {
     );
     expect(r.ev!.sp).toEqual({ long: "z".repeat(256), ok: "true", no: "false" });
     expect(r.ev!.np).toEqual({ n: 1.5, neg: -3 });
+    // Keys and cuts count characters: an emoji is one, and a cut never splits one.
+    const wide = await one(ev("p", { props: { ["🔑".repeat(64)]: "k", ["🔑".repeat(65)]: "k2", smile: "😀".repeat(300), mixed: "a" + "😀".repeat(300) } }));
+    expect(wide.ev!.sp).toEqual({ ["🔑".repeat(64)]: "k", smile: "😀".repeat(256), mixed: "a" + "😀".repeat(255) });
     // JSON has no Infinity, but 1e400 parses to it: not finite, dropped.
     const inf = await sendBatch(s.url, app.key, null, {
       raw: `{"sdk":"x","system":${JSON.stringify(SYSTEM)},"events":[{"name":"inf","ts":"${iso(clock.ms)}","session_id":"s","props":{"big":1e400,"fine":2}}]}`,
@@ -293,10 +310,32 @@ describe("the spec's Limits table, row by row", () => {
           plan: "pro",
           count: "1234567",
           screen: "Settings",
+          // Named like personal data as their last word(s), whatever comes before.
+          client_ip: "x",
+          customerName: "Ada",
+          user_mail: "x",
+          // Not personal: another thing's name, and words that merely end in "ip".
+          product_name: "Pro plan",
+          tooltip: "shown",
+          // Dates and versions are not phone numbers; a number inside text can be.
+          day: "2024-06-12",
+          eu_day: "12.06.2024",
+          os_build: "10.0.19045",
+          note: "call +44 20 7946 0958 after six",
+          fr: "01.23.45.67.89",
         },
       }),
     );
-    expect(r.ev!.sp).toEqual({ plan: "pro", count: "1234567", screen: "Settings" });
+    expect(r.ev!.sp).toEqual({
+      plan: "pro",
+      count: "1234567",
+      screen: "Settings",
+      product_name: "Pro plan",
+      tooltip: "shown",
+      day: "2024-06-12",
+      eu_day: "12.06.2024",
+      os_build: "10.0.19045",
+    });
   });
 
   test("per client address: 10 batches a second with bursts of 20, then 429 with Retry-After", async () => {
@@ -325,6 +364,11 @@ describe("the spec's Limits table, row by row", () => {
     const over = await sendBatch(s.url, a.key, hundred(), { headers: { "x-forwarded-for": "192.0.2.200" } });
     expect(over.status).toBe(429);
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    // A paused app is answered "paused" (the spec's answer), whatever its key's rate.
+    await s.api(`/apps/${a.appId}`, { method: "PATCH", json: { paused: true }, headers: owner });
+    const paused = await sendBatch(s.url, a.key, hundred(), { headers: { "x-forwarded-for": "192.0.2.201" } });
+    expect(paused.status).toBe(200);
+    expect(await paused.json()).toEqual({ accepted: 0, dropped: 100, reason: "paused" });
   });
 });
 

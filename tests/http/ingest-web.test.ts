@@ -106,6 +106,28 @@ describe("web events", () => {
       const r = await sendWeb(s.url, body, { origin: "https://example.com", ...client() });
       expect({ body, status: r.status }).toEqual({ body, status: 400 });
     }
+    // Over 16 KB: a malformed event (the spec's web answers are 202, 400, 403 and 429).
+    const big = await sendWeb(s.url, event({ p: { pad: "x".repeat(17 * 1024) } }), { origin: "https://example.com", ...client() });
+    expect(big.status).toBe(400);
+    expect(await errorCode(big)).toBe("malformed_event");
+  });
+
+  test("event names are counted in characters: 64 emoji are a name, 65 are not", async () => {
+    const ok = await sendWeb(s.url, event({ n: "🚀".repeat(64) }), { origin: "https://example.com", ...client() });
+    expect(ok.status).toBe(202);
+    expect(stored().at(-1)!.name).toBe("🚀".repeat(64));
+    expect((await sendWeb(s.url, event({ n: "🚀".repeat(65) }), { origin: "https://example.com", ...client() })).status).toBe(400);
+  });
+
+  test("a paused site: 202, nothing stored, counted as paused", async () => {
+    const paused = await newApp(s, owner, "web", ["https://example.com"], site.orgId);
+    await s.api(`/apps/${paused.appId}`, { method: "PATCH", json: { paused: true }, headers: owner });
+    const r = await sendWeb(s.url, { ...event(), k: paused.key }, { origin: "https://example.com", ...client() });
+    expect(r.status).toBe(202);
+    expect(stored(paused.appId).length).toBe(0);
+    const u = (await (await s.api(`/apps/${paused.appId}/usage`, { headers: owner })).json()) as { outcomes: Record<string, number> };
+    expect(u.outcomes.paused).toBe(1);
+    expect(u.outcomes.accepted ?? 0).toBe(0);
   });
 
   test("bots and reserved names are dropped, counted, and still answered 202", async () => {
@@ -128,14 +150,38 @@ describe("web events", () => {
     expect(r.headers.get("access-control-allow-origin")).toBe("https://example.com");
   });
 
-  test("per client address: 30 a second with bursts of 60, then 429", async () => {
+  test("per client address: 30 a second with bursts of 60, then 429 with Retry-After, counted for the site", async () => {
+    const usage = async () => ((await (await s.api(`/apps/${site.appId}/usage`, { headers: owner })).json()) as { outcomes: Record<string, number> }).outcomes;
+    const before = (await usage()).rate_limited ?? 0;
     const h = { origin: "https://example.com", ...client(CHROME, "192.0.2.50") };
     const st: number[] = [];
-    for (let i = 0; i < 62; i++) st.push((await sendWeb(s.url, event(), h)).status);
+    let retry = "";
+    for (let i = 0; i < 62; i++) {
+      const r = await sendWeb(s.url, event(), h);
+      st.push(r.status);
+      if (r.status === 429) retry = r.headers.get("retry-after") ?? "";
+    }
     expect(st.slice(0, 60).every((x) => x === 202)).toBe(true);
     expect(st.slice(60)).toEqual([429, 429]);
+    expect(Number(retry)).toBeGreaterThanOrEqual(1);
+    expect((await usage()).rate_limited).toBe(before + 2);
   });
 });
+
+/** A server that does not trust proxies, with a site and its forwarding secret. */
+async function withProxiedSite(
+  run: (x: { t: TestServer; o: Record<string, string>; w: { appId: number; key: string }; sec: string; body: Record<string, string> }) => Promise<void>,
+) {
+  const t = await startTestServer({}, { clock });
+  try {
+    const o = await ownerHeaders(t);
+    const w = await newApp(t, o, "web", ["https://example.com"]);
+    const sec = ((await (await t.api(`/apps/${w.appId}/forwarding-secret`, { method: "POST", headers: o })).json()) as { secret: string }).secret;
+    await run({ t, o, w, sec, body: { k: w.key, n: "pageview", u: "https://example.com/" } });
+  } finally {
+    await t.stop();
+  }
+}
 
 describe("visitors and sessions", () => {
   test("the same address and agent is one visitor in one session; 30 idle minutes start a new session", async () => {
@@ -172,12 +218,7 @@ describe("visitors and sessions", () => {
     const { secret } = (await (await s.api(`/apps/${site.appId}/forwarding-secret`, { method: "POST", headers: owner })).json()) as { secret: string };
     // Without SEXTANT_TRUST_PROXY the forwarded address would be ignored; here the server
     // trusts proxies, so use a second server that does not.
-    const t = await startTestServer({}, { clock });
-    try {
-      const o = await ownerHeaders(t);
-      const w = await newApp(t, o, "web", ["https://example.com"]);
-      const sec = ((await (await t.api(`/apps/${w.appId}/forwarding-secret`, { method: "POST", headers: o })).json()) as { secret: string }).secret;
-      const body = { k: w.key, n: "pageview", u: "https://example.com/" };
+    await withProxiedSite(async ({ t, o, w, sec, body }) => {
       const plain = await sendWeb(t.url, body, { origin: "https://example.com", "user-agent": CHROME, "x-forwarded-for": GB_IP });
       expect(plain.status).toBe(202);
       expect([...t.server.services.store.events(w.appId)].at(-1)!.dims.country).toBe(""); // loopback: no country, XFF ignored
@@ -192,9 +233,27 @@ describe("visitors and sessions", () => {
       // A new secret invalidates the previous one.
       await t.api(`/apps/${w.appId}/forwarding-secret`, { method: "POST", headers: o });
       expect((await sendWeb(t.url, body, { "user-agent": CHROME, "x-sextant-forwarding-secret": sec })).status).toBe(403);
-    } finally {
-      await t.stop();
-    }
+    });
+  });
+
+  test("through a site's proxy the per-address limit is per visitor, not per proxy", async () => {
+    // A server that does not trust proxies: every request comes from the one proxy address.
+    await withProxiedSite(async ({ t, o, w, sec, body }) => {
+      const via = (ip: string) => sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": ip, "x-sextant-forwarding-secret": sec });
+      // 80 visitors, one event each: more than one address's burst of 60, all accepted.
+      const many: number[] = [];
+      for (let i = 0; i < 80; i++) many.push((await via(`203.0.113.${i + 1}`)).status);
+      expect(many.every((x) => x === 202)).toBe(true);
+      // One visitor past its burst is limited, with Retry-After, and counted.
+      const one: Response[] = [];
+      for (let i = 0; i < 62; i++) one.push(await via("203.0.113.200"));
+      expect(one.slice(0, 60).every((r) => r.status === 202)).toBe(true);
+      expect(one.slice(60).map((r) => r.status)).toEqual([429, 429]);
+      expect(Number(one[61]!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      const u = (await (await t.api(`/apps/${w.appId}/usage`, { headers: o })).json()) as { outcomes: Record<string, number> };
+      expect(u.outcomes.rate_limited).toBe(2);
+      expect(u.outcomes.accepted).toBe(140);
+    });
   });
 });
 
@@ -211,6 +270,9 @@ describe("tracker, documents and privacy", () => {
     expect(js).toContain("keepalive");
     expect(js).toContain("pushState");
     expect(js).toContain("w.sextant=function");
+    // w is the screen's width (the spec's Web event), not the window's.
+    expect(js).toContain("screen.width");
+    expect(js).not.toContain("innerWidth");
   });
 
   test("the ingest OpenAPI document is served on the ingest listener and is valid", async () => {

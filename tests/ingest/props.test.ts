@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { cleanProps, looksPersonal } from "../../src/ingest/props.ts";
+import { cleanProps, isRefusedKey, looksPersonal } from "../../src/ingest/props.ts";
 
 describe("property values that look like personal data", () => {
   test("phone numbers, emails and UUIDs are refused; words, counts and codes are kept", () => {
@@ -11,7 +11,27 @@ describe("property values that look like personal data", () => {
     }
   });
 
+  test("dates and versions are not phone numbers; a number in international form inside text is", () => {
+    for (const v of ["2024-06-12", "12.06.2024", "2024.06.12", "10.0.19045", "17.2.1.4", "3.14159265", "1,000,000", "+1 for this"]) {
+      expect([v, looksPersonal(v)]).toEqual([v, false]);
+    }
+    for (const v of ["call +44 20 7946 0958 after six", "tel:+33612345678", "01.23.45.67.89", "0123456789"]) {
+      expect([v, looksPersonal(v)]).toEqual([v, true]);
+    }
+  });
+
   test("cleanProps drops them and keeps the rest", () => {
     expect(cleanProps({ screen: "Home", tel: "+44 20 7946 0958", n: 3, ok: true, bad: null })).toEqual({ sp: { screen: "Home", ok: "true" }, np: { n: 3 }, dropped: 2 });
+  });
+});
+
+describe("keys named like personal data", () => {
+  test("exact names, known endings, and a personal last word", () => {
+    for (const k of ["email", "E-Mail", "user_email", "billingAddress", "client_ip", "clientIP", "userIp", "user_mail", "contact.phone", "customer_name", "contactName", "FirstName", "player-name"]) {
+      expect([k, isRefusedKey(k)]).toEqual([k, true]);
+    }
+    for (const k of ["screen", "plan", "tooltip", "zip_code_valid", "ship", "product_name", "screen_name_shown", "filename", "event_name", "vip", "mailbox_count", "is_mobile"]) {
+      expect([k, isRefusedKey(k)]).toEqual([k, false]);
+    }
   });
 });
