@@ -171,6 +171,8 @@ describe("batch answers (the spec's ingest error table)", () => {
     const r = await sendBatch(s.url, other.key, batch([ev("a")]), { headers: from() });
     expect(r.status).toBe(401);
     expect(await errorCode(r)).toBe("unknown_key");
+    // A revoked key still names its app: the refusal is counted there.
+    expect((await usage(other.appId)).unknown_key).toBe(1);
   });
 
   test("a deleted app's keys stop at once, and work again after a restore", async () => {
@@ -185,6 +187,7 @@ describe("batch answers (the spec's ingest error table)", () => {
   test("413 for a body over 512 KB, and for a gzip bomb", async () => {
     const big = batch([ev("a", { props: { pad: "x".repeat(200) } })]);
     const raw = JSON.stringify(big).replace('"props"', `"pad":"${"y".repeat(600 * 1024)}","props"`);
+    const tooLargeBefore = (await usage()).too_large ?? 0;
     const r = await sendBatch(s.url, app.key, null, { raw, headers: from() });
     expect(r.status).toBe(413);
     // A large bomb (64 MiB in about 64 KB: inflated by node:zlib, which stops at the bound) and
@@ -202,6 +205,7 @@ describe("batch answers (the spec's ingest error table)", () => {
       expect(await errorCode(b)).toBe("body_too_large");
       expect(performance.now() - t0).toBeLessThan(5000);
     }
+    expect((await usage()).too_large).toBe(tooLargeBefore + 3);
   });
 
   test("paused app: 200 with reason paused and nothing stored; resumed: accepted again", async () => {
@@ -261,7 +265,11 @@ describe("the spec's Limits table, row by row", () => {
     const past = await one(ev("t", { ts: iso(dayAgo) }));
     expect(past.ev!.ts).toBe(dayAgo);
     const plain = iso(dayAgo).slice(0, 19);
-    expect((await one(ev("t", { ts: `${plain}+00:00` }))).ans.accepted).toBe(1);
+    // Every documented way to write UTC: Z or z, +00:00, -00:00, +0000, a space for the T.
+    for (const ts of [`${plain}+00:00`, `${plain}-00:00`, `${plain}+0000`, `${plain}z`, `${plain.replace("T", " ")}Z`]) {
+      const r = await one(ev("t", { ts }));
+      expect([ts, r.ans.accepted, r.ev?.ts]).toEqual([ts, 1, Math.floor(dayAgo / 1000) * 1000]);
+    }
     for (const bad of [plain.slice(0, 10), `${plain}+02:00`, "yesterday", "2026-02-30T00:00:00Z", 1718000000]) {
       expect((await one(ev("t", { ts: bad }))).ans.accepted).toBe(0);
     }
@@ -426,6 +434,7 @@ describe("quota and restarts", () => {
       const a = await newApp(t, o);
       const id = crypto.randomUUID();
       const body = batch([ev("x", { ts: new Date(clock.ms).toISOString() }), ev("y", { ts: new Date(clock.ms).toISOString() })]);
+      const start = clock.ms;
       const first = await (await sendBatch(t.url, a.key, body, { batchId: id })).json();
       expect(first).toEqual({ accepted: 2, dropped: 0 });
       await t.server.services.scheduler.run("flush");
@@ -438,6 +447,16 @@ describe("quota and restarts", () => {
       const again = await sendBatch(t.url, a.key, batch([ev("other", { ts: new Date(clock.ms).toISOString() })]), { batchId: id });
       expect(await again.json()).toEqual(first);
       expect(t.server.services.store.count(a.appId)).toBe(5);
+      // Answers are kept at least 8 days: an hour short of that, with every scheduled job
+      // (checkpoints, purges, merges of the runs) run on the way, still the first answer.
+      clock.ms = start + 8 * 86_400_000 - 3_600_000;
+      await t.server.services.scheduler.advanceTo(clock.ms);
+      const late = await sendBatch(t.url, a.key, batch([ev("other", { ts: new Date(clock.ms).toISOString() })]), { batchId: id });
+      expect(await late.json()).toEqual(first);
+      expect(t.server.services.store.count(a.appId)).toBe(5);
+      const outcomes = ((await (await t.api(`/apps/${a.appId}/usage?from=${new Date(start).toISOString().slice(0, 10)}&to=${new Date(clock.ms).toISOString().slice(0, 10)}`, { headers: o })).json()) as { outcomes: Record<string, number> }).outcomes;
+      expect(outcomes.duplicate).toBe(4); // two retries of two events each
+      expect(outcomes.accepted).toBe(5);
     } finally {
       await t.stop();
     }

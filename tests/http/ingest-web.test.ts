@@ -57,6 +57,14 @@ describe("web events", () => {
     });
   });
 
+  test("the query string is dropped; the five utm_* parameters are kept as dimensions", async () => {
+    const u = "https://example.com/docs/start?utm_source=news&utm_medium=email&utm_campaign=launch&utm_content=hero&utm_term=stats&session=abc#x";
+    expect((await sendWeb(s.url, event({ u }), { origin: "https://example.com", ...client() })).status).toBe(202);
+    const e = stored().at(-1)!;
+    expect(e.dims).toMatchObject({ pathname: "/docs/start", utm_source: "news", utm_medium: "email", utm_campaign: "launch", utm_content: "hero", utm_term: "stats" });
+    expect(JSON.stringify(e)).not.toContain("session=abc");
+  });
+
   test("referrer sources: search engines, AI assistants, self-referrals ignored", async () => {
     const src = async (r: string) => {
       await sendWeb(s.url, event({ u: "https://example.com/", r }), { origin: "https://example.com", ...client() });
