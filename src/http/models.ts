@@ -31,6 +31,13 @@ const Name = t.String({ minLength: 1, maxLength: 100 });
 const strict = { additionalProperties: false } as const;
 
 // Path parameters.
+/**
+ * An event name in a request. 1-64 characters (code points, as ingest counts them); the
+ * bound here is in UTF-16 units, which is how TypeBox measures, so 64 emoji still pass. A
+ * longer name matches no event.
+ */
+export const EventNameParam = t.String({ minLength: 1, maxLength: 128, description: "An event name (1-64 characters)." });
+
 export const AppIdParams = t.Object({ id: t.Integer({ minimum: 1, maximum: 2147483647, description: "App id (int32)" }) });
 export const OrgIdParams = t.Object({ id: t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "Org id (int64)" }) });
 
@@ -130,7 +137,7 @@ export const FunnelView = t.Object(
 export const NewSavedFunnel = t.Object(
   {
     name: Name,
-    steps: t.Array(t.String({ maxLength: 64 }), { minItems: 2, maxItems: 10 }),
+    steps: t.Array(EventNameParam, { minItems: 2, maxItems: 10 }),
     window_seconds: t.Optional(Int({ minimum: 1, maximum: 2678400, default: 86400 })),
     breakdown: t.Optional(t.Nullable(t.String({ maxLength: 80 }))),
   },

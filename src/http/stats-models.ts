@@ -3,6 +3,7 @@
 import { t } from "elysia";
 import { Type } from "@sinclair/typebox";
 import { DIMENSIONS } from "../store/dimensions.ts";
+import { EventNameParam } from "./models.ts";
 
 const Int = Type.Integer;
 const Num = () => t.Number();
@@ -48,7 +49,7 @@ export const EventDetail = t.Object(
 );
 export const FunnelRequest = t.Object(
   {
-    steps: t.Array(t.String({ minLength: 1, maxLength: 64 }), { minItems: 2, maxItems: 10 }),
+    steps: t.Array(EventNameParam, { minItems: 2, maxItems: 10 }),
     window_seconds: t.Optional(Int({ minimum: 1, maximum: 2678400 })),
     breakdown: t.Optional(t.Nullable(t.String({ maxLength: 80 }))),
   },
@@ -72,7 +73,7 @@ export const Heatmap = t.Object(
   named("Heatmap"),
 );
 export const Live = t.Object({ minutes: Int(), events: Int(), sessions: Int() }, named("Live"));
-export const PathsRequest = t.Object({ after: t.String({ minLength: 1, maxLength: 64 }) }, named("PathsRequest", { additionalProperties: false }));
+export const PathsRequest = t.Object({ after: EventNameParam }, named("PathsRequest", { additionalProperties: false }));
 export const Paths = t.Object({ after: t.String(), next: t.Array(Row2), sampled: t.Boolean() }, named("Paths"));
 export const SessionItem = t.Object(
   {
@@ -124,7 +125,7 @@ export const BreakdownQuery = q({
   filter,
 });
 export const EventsQuery = q({ limit: limit(50, 1000), from: day("from"), to: day("to"), filter });
-export const EventDetailQuery = q({ property: t.Optional(t.String({ maxLength: 64 })), by: t.Optional(t.String({ maxLength: 80 })), from: day("from"), to: day("to"), filter });
+export const EventDetailQuery = q({ property: t.Optional(t.String({ maxLength: 128, description: "A property key (1-64 characters)." })), by: t.Optional(t.String({ maxLength: 80 })), from: day("from"), to: day("to"), filter });
 export const WindowQuery = q({ from: day("from"), to: day("to"), filter });
 export const LiveQuery = q({ debug });
 export const SessionsQuery = q({ limit: limit(50, 500), from: day("from"), to: day("to"), filter });

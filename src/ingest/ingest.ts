@@ -9,7 +9,6 @@
 //               country, browser, os_name, os_version] | request body as received
 //   3 outcomes: JSON {a: app, d: day, c: counts} (requests that stored nothing)
 
-import { gunzipSync } from "node:zlib";
 import type { Logger } from "../log.ts";
 import type { Db } from "../domain/db.ts";
 import { DomainError } from "../domain/errors.ts";
@@ -29,11 +28,11 @@ import { Wal, WalWriteError } from "./wal.ts";
 import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
 import { safeEqual, sha256 } from "../util/secrets.ts";
 import { hash53, utcDay } from "../util/hash.ts";
+import { GzipError, inflateBatch, MAX_BATCH_BYTES } from "./gzip.ts";
 
-export const MAX_BATCH_BYTES = 512 * 1024;
+export { MAX_BATCH_BYTES };
 export const MAX_WEB_BYTES = 16 * 1024;
-/** Gzip bodies up to this size (bytes) are inflated in one native call (decodeBody). */
-const NATIVE_GUNZIP_MAX = 16 * 1024;
+const EMPTY_BODY = new Uint8Array(0);
 /** Batch ids and their answers are kept at least this long (spec: retries within 8 days). */
 export const DEDUPE_KEEP_MS = 8 * 86_400_000;
 /**
@@ -147,6 +146,8 @@ export class Ingest {
   // Per client address (spec, Limits): batches 10/s with bursts of 20, web 30/s with 60.
   private batchClients: RateLimiter;
   private webClients: RateLimiter;
+  /** Per sender of requests that claim a proxy: charged only by their refusals before the secret checks out. */
+  private proxyRefusals: RateLimiter;
   /** Per key, in events; the spec of each call comes from the plan (keySpec). */
   private keyRates: RateLimiter;
 
@@ -169,6 +170,7 @@ export class Ingest {
     const now = d.now;
     this.batchClients = new RateLimiter({ ratePerSecond: 10, burst: 20 }, now);
     this.webClients = new RateLimiter({ ratePerSecond: 30, burst: 60 }, now);
+    this.proxyRefusals = new RateLimiter({ ratePerSecond: 30, burst: 60 }, now);
     this.keyRates = new RateLimiter({ ratePerSecond: 50, burst: 3000 }, now);
   }
 
@@ -178,7 +180,9 @@ export class Ingest {
     const now = this.d.now();
     const wait = this.batchClients.take(clientKey(req.address));
     if (wait > 0) {
-      this.countForKey(req.key, "rate_limited", now);
+      // Only a key already in the cache counts: a refusal never costs a database lookup.
+      const known = req.key ? this.keys.peek(req.key) : null;
+      if (known) this.count(known.appId, now, "rate_limited");
       throw refuse("rate_limited", "rate_limited", "Too many batches from this address; retry after the delay.", wait);
     }
     const info = req.key ? this.keys.get(req.key) : null;
@@ -255,7 +259,8 @@ export class Ingest {
       const ans: BatchAnswer = reason ? { accepted: events.length, dropped, reason } : { accepted: events.length, dropped };
       const header = JSON.stringify({ a: app, o: info.orgId, b: req.batchId!.toLowerCase(), t: now, v: visitor, c: country, z: req.gzip ? 1 : 0, ans });
       try {
-        await this.wal.appendWithHeader(REC_BATCH, header, req.body);
+        // A paused app's batch is logged without its body: replay reads only the answer.
+        await this.wal.appendWithHeader(REC_BATCH, header, info.paused ? EMPTY_BODY : req.body);
       } catch (e) {
         this.quota.release(info.orgId, events.length, now);
         throw this.unavailable(e);
@@ -271,31 +276,16 @@ export class Ingest {
   private decodeBody(body: Uint8Array, gzip: boolean, app: number, now: number): string {
     let bytes = body;
     if (gzip) {
-      const tooLarge = () => {
-        this.count(app, now, "too_large");
-        return refuse("too_large", "body_too_large", `The body is over ${MAX_BATCH_BYTES} bytes after decompression; split the batch.`);
-      };
-      // The gzip trailer states the inflated size (mod 2^32) of its last member. Only a small
-      // body that declares at most the bound is inflated in one call; a bomb (or a truncated
-      // body, whose last bytes are not a trailer) goes through the bounded stream below.
-      const n = body.length;
-      const declared = n >= 18 ? (body[n - 4]! | (body[n - 3]! << 8) | (body[n - 2]! << 16) | (body[n - 1]! << 24)) >>> 0 : 0;
       try {
-        // Deflate expands at most 1032 to 1, so a body this small cannot inflate past about
-        // 16 MiB even when its trailer lies (and libdeflate then refuses it for the
-        // mismatch): Bun's own gunzip (twice as fast as node:zlib's stream; with libdeflate,
-        // 12 µs against zlib's 15 for a batch of 100) is safe there, with the bound checked
-        // after. Everything else goes through node:zlib, which stops at the bound.
-        bytes =
-          n <= NATIVE_GUNZIP_MAX && declared <= MAX_BATCH_BYTES
-            ? Bun.gunzipSync(body as Uint8Array<ArrayBuffer>, { library: "libdeflate" })
-            : gunzipSync(body, { maxOutputLength: MAX_BATCH_BYTES });
+        bytes = inflateBatch(body);
       } catch (e) {
-        if ((e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") throw tooLarge();
+        if ((e as GzipError).code === "too_large") {
+          this.count(app, now, "too_large");
+          throw refuse("too_large", "body_too_large", `The body is over ${MAX_BATCH_BYTES} bytes after decompression; split the batch.`);
+        }
         this.count(app, now, "malformed");
         throw refuse("invalid", "malformed_batch", "The body is not valid gzip.");
       }
-      if (bytes.length > MAX_BATCH_BYTES) throw tooLarge();
     }
     try {
       return dec.decode(bytes);
@@ -330,19 +320,33 @@ export class Ingest {
 
   async web(req: WebRequest): Promise<WebAnswer> {
     const now = this.d.now();
-    // Behind a site's proxy, the visitor's address comes from X-Forwarded-For, but only
-    // once the forwarding secret checks out; the proxy itself is then the socket peer.
-    let address = req.address;
-    let viaProxy = req.trustProxy;
     // The per-address limit applies to the visitor's address. Through a site's proxy that is
-    // known only once the secret checks out (below); every other request is limited here,
-    // before its body is parsed.
+    // known only once the secret checks out (webChecked); every other request is limited
+    // here, before its body is parsed. A request that claims a proxy is charged to its
+    // sender only when it is refused before its secret checks out: a wrong secret cannot buy
+    // an unlimited stream of parses and key lookups, and a working proxy is never slowed by
+    // the sum of its visitors.
     const proxied = req.forwardingSecret !== null;
-    const wait = proxied ? 0 : this.webClients.take(clientKey(address));
+    const sender = clientKey(req.address);
+    const wait = proxied ? this.proxyRefusals.peek(sender) : this.webClients.take(sender);
     if (wait > 0) {
       this.countWebKey(req.body, "rate_limited", now);
       throw refuse("rate_limited", "rate_limited", "Too many events from this address.", wait);
     }
+    const stage = { secretOk: false };
+    try {
+      return await this.webChecked(req, now, stage);
+    } catch (e) {
+      if (proxied && !stage.secretOk) this.proxyRefusals.take(sender);
+      throw e;
+    }
+  }
+
+  private async webChecked(req: WebRequest, now: number, stage: { secretOk: boolean }): Promise<WebAnswer> {
+    // Behind a site's proxy, the visitor's address comes from X-Forwarded-For, but only
+    // once the forwarding secret checks out; the proxy itself is then the socket peer.
+    let address = req.address;
+    let viaProxy = req.trustProxy;
     // Not a 413: the spec's answers for web events are 202, 400, 403 and 429.
     if (req.body.length > MAX_WEB_BYTES) throw refuse("invalid", "malformed_event", `The event is over ${MAX_WEB_BYTES} bytes.`);
     let json: unknown;
@@ -370,6 +374,7 @@ export class Ingest {
         throw refuse("forbidden", "bad_forwarding_secret", "The forwarding secret is not this site's current one.");
       }
       viaProxy = true;
+      stage.secretOk = true;
       const forwarded = lastForwarded(req.forwardedFor);
       if (forwarded) address = forwarded;
       const proxiedWait = this.webClients.take(clientKey(address));
@@ -446,12 +451,17 @@ export class Ingest {
     if (info) this.count(info.appId, now, outcome);
   }
 
-  /** Counts an outcome for the site a refused web event names, when its body says (refusals only). */
+  /**
+   * Counts a refusal for the site a web event names. Refusals must stay cheap: only a body
+   * of tracker size is read, and only a key already in the cache counts (never a database
+   * lookup for a key a flood makes up).
+   */
   private countWebKey(body: Uint8Array, outcome: Outcome, now: number) {
-    if (body.length > MAX_WEB_BYTES) return;
+    if (body.length > 2048) return;
     try {
       const k = (JSON.parse(dec.decode(body)) as { k?: unknown } | null)?.k;
-      if (typeof k === "string") this.countForKey(k, outcome, now);
+      const info = typeof k === "string" ? this.keys.peek(k) : null;
+      if (info) this.count(info.appId, now, outcome);
     } catch {
       // not JSON: nothing names the site
     }
@@ -476,8 +486,23 @@ export class Ingest {
 
   /** Replays the write-ahead log records after `after` into the store, counters, quota and dedup map. */
   replay(after = 0): { records: number; events: number; truncated: number } {
-    let events = 0;
+    this.replayedEvents = 0;
     const { records, truncated } = this.wal.replay((r) => {
+      try {
+        this.replayRecord(r);
+      } catch (e) {
+        // One record the code cannot read must not stop every start-up after it.
+        this.d.log.error("a log record could not be replayed; skipped", { type: r.type, error: (e as Error).message });
+      }
+    }, after);
+    this.recent.prune(this.d.now(), DEDUPE_MEMORY_MS);
+    return { records, events: this.replayedEvents, truncated };
+  }
+
+  private replayedEvents = 0;
+
+  private replayRecord(r: { type: number; payload: Uint8Array }) {
+    {
       if (r.type === REC_BATCH) {
         const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
         const hlen = view.getUint32(0, true);
@@ -497,7 +522,8 @@ export class Ingest {
           drops.paused = h.ans.dropped;
         } else {
           const raw = r.payload.subarray(4 + hlen);
-          const text = dec.decode(h.z ? gunzipSync(raw, { maxOutputLength: MAX_BATCH_BYTES }) : raw);
+          // The same inflate as at ingest (gzip.ts): the body is read as it was then.
+          const text = dec.decode(h.z ? inflateBatch(raw) : raw);
           const parsed = parseBatch(JSON.parse(text));
           if (parsed.ok) ({ events: evs, drops } = batchEvents(parsed.value, { app: h.a, receivedAt: h.t, visitor: h.v, country: h.c }));
           if (evs.length > h.ans.accepted) {
@@ -507,7 +533,7 @@ export class Ingest {
         }
         this.quota.add(h.o, evs.length, h.t);
         this.commitBatch(h.a, h.o, h.b, answerKey(h.a, h.b), NaN, h.t, evs, drops, h.ans);
-        events += evs.length;
+        this.replayedEvents += evs.length;
       } else if (r.type === REC_WEB) {
         const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
         const hlen = view.getUint32(0, true);
@@ -522,14 +548,12 @@ export class Ingest {
         this.usage.add(app, utcDay(at), "accepted", 1);
         this.quota.add(o, 1, at);
         this.sessions.remember(visitor, session, at);
-        events++;
+        this.replayedEvents++;
       } else if (r.type === REC_OUTCOMES) {
         const { a, d, c } = JSON.parse(dec.decode(r.payload)) as { a: number; d: string; c: OutcomeCounts };
         this.usage.addAll(a, d, c);
       }
-    }, after);
-    this.recent.prune(this.d.now(), DEDUPE_MEMORY_MS);
-    return { records, events, truncated };
+    }
   }
 
   // ---- checkpoints ------------------------------------------------------------------------

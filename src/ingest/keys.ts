@@ -51,6 +51,12 @@ export class KeyCache {
     return info;
   }
 
+  /** The cached answer for a key, never loading it (for counting refusals cheaply). */
+  peek(key: string): KeyInfo | null {
+    const hit = this.cache.get(key);
+    return hit && this.now() - hit.at < KEY_CACHE_TTL_MS ? hit.info : null;
+  }
+
   private load(key: string): KeyInfo | null {
     if (key.length > 100) return null;
     const r = this.db

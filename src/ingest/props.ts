@@ -32,7 +32,7 @@ const SUFFIXES = ["email", "phone", "phonenumber", "ipaddress", "deviceid", "pas
  * whatever comes before: `client_ip`, `userMail`. Whole words only, so `tooltip` and
  * `zip_code` are not caught by `ip`.
  */
-export const PERSONAL_LAST_WORDS = new Set(["ip", "ipv4", "ipv6", "email", "mail", "phone", "tel"]);
+export const PERSONAL_LAST_WORDS = new Set(["ip", "ips", "ipv4", "ipv6", "email", "emails", "mail", "phone", "phones", "tel"]);
 /** A key ending in the word `name` is personal after one of these words: `customer_name`, `contactName` (not `product_name`). */
 export const PERSON_WORDS = new Set([
   "user", "customer", "contact", "person", "client", "member", "owner", "account", "first", "last", "full", "given", "family",
@@ -43,6 +43,8 @@ export const PERSON_WORDS = new Set([
 /** The words of a key, lower-cased: `clientIP` -> client, ip; `user_email` -> user, email. */
 function keyWords(key: string): string[] {
   return key
+    // The acronym with a lower-case tail would split as "I Pv4": read it as one word.
+    .replace(/IP(v[46]|s)(?![a-z])/g, "Ip$1")
     .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
     .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
     .toLowerCase()
@@ -84,7 +86,8 @@ const PHONE = /^\+?[\d\s().-]{7,22}$/;
 // Not phone numbers though they fit PHONE: dates (2024-06-12, 12.06.2024, 2024.06.12).
 const DATE = /^(\d{4}-\d{2}-\d{2}|\d{2}\.\d{2}\.\d{4}|\d{4}\.\d{2}\.\d{2})$/;
 // A number in international form inside text ("call +44 20 7946 0958").
-const PHONE_IN_TEXT = /\+\d[\d\s().-]{5,20}\d/;
+// The + starts the value or follows a space, colon or bracket (not a version's "1.4.2+2024").
+const PHONE_IN_TEXT = /(?:^|[\s:(])\+\d[\d\s().-]{5,20}\d/;
 
 /** True when `c` is an ASCII letter: no phone number (PHONE above) starts with one. */
 const isLetter = (c: number) => (c | 32) >= 97 && (c | 32) <= 122;

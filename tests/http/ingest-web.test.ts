@@ -244,6 +244,18 @@ describe("visitors and sessions", () => {
     });
   });
 
+  test("a wrong forwarding secret buys no unlimited refusals: after 60 from one sender, 429", async () => {
+    await withProxiedSite(async ({ t, sec, body }) => {
+      const bogus: number[] = [];
+      for (let i = 0; i < 62; i++) bogus.push((await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": `203.0.113.${i + 1}`, "x-sextant-forwarding-secret": "wrong" })).status);
+      expect(bogus.slice(0, 60).every((x) => x === 403)).toBe(true);
+      expect(bogus.slice(60)).toEqual([429, 429]);
+      // Two seconds on, the sender has refusals to spare again, and the right secret works.
+      clock.advance(2000);
+      expect((await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": "203.0.113.250", "x-sextant-forwarding-secret": sec })).status).toBe(202);
+    });
+  });
+
   test("through a site's proxy the per-address limit is per visitor, not per proxy", async () => {
     // A server that does not trust proxies: every request comes from the one proxy address.
     await withProxiedSite(async ({ t, o, w, sec, body }) => {

@@ -4,7 +4,7 @@
 import { Elysia, t } from "elysia";
 import type { Services } from "../context.ts";
 import { access, type AuthPlugin } from "../auth.ts";
-import { AppIdParams, StdErrors } from "../models.ts";
+import { AppIdParams, EventNameParam, StdErrors } from "../models.ts";
 import { requireApp } from "../../domain/access.ts";
 import { resolveWindow } from "../../query/window.ts";
 import { OUTCOMES } from "../../ingest/outcomes.ts";
@@ -136,7 +136,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         return stats(auth.actor(), params.id, "event", query, [params.name, query.property ?? null, query.by ?? null], (q) => eventDetail(q, params.name, query.property, query.by));
       },
       {
-        params: t.Object({ id: AppIdParams.properties.id, name: t.String({ minLength: 1, maxLength: 64 }) }),
+        params: t.Object({ id: AppIdParams.properties.id, name: EventNameParam }),
         query: EventDetailQuery,
         response: { 200: EventDetail, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
         detail: { summary: "One event: trend, text property values, number property statistics", tags, ...access("viewer") },
