@@ -29,6 +29,9 @@ import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
 import { safeEqual, sha256 } from "../util/secrets.ts";
 import { hash53, utcDay } from "../util/hash.ts";
 import { GzipError, inflateBatch, MAX_BATCH_BYTES } from "./gzip.ts";
+import { writeAtomic } from "../store/atomic.ts";
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
 
 export { MAX_BATCH_BYTES };
 export const MAX_WEB_BYTES = 16 * 1024;
@@ -491,8 +494,10 @@ export class Ingest {
       try {
         this.replayRecord(r);
       } catch (e) {
-        // One record the code cannot read must not stop every start-up after it.
-        this.d.log.error("a log record could not be replayed; skipped", { type: r.type, error: (e as Error).message });
+        // One record the code cannot read must not stop every start-up after it, nor be
+        // lost: its bytes are kept in <data dir>/quarantine/ for a later version to read.
+        const file = this.quarantine(r);
+        this.d.log.error("a log record could not be replayed; kept aside", { seq: r.seq, type: r.type, file, error: (e as Error).message });
       }
     }, after);
     this.recent.prune(this.d.now(), DEDUPE_MEMORY_MS);
@@ -501,7 +506,21 @@ export class Ingest {
 
   private replayedEvents = 0;
 
-  private replayRecord(r: { type: number; payload: Uint8Array }) {
+  /** Keeps a record replay could not read (see replay); answers its file, or "" if even that failed. */
+  private quarantine(r: { seq: number; type: number; payload: Uint8Array }): string {
+    const dir = join(dirname(this.d.walDir), "quarantine");
+    const file = join(dir, `${String(r.seq).padStart(16, "0")}-${r.type}.rec`);
+    try {
+      mkdirSync(dir, { recursive: true });
+      writeAtomic(file, r.payload);
+      return file;
+    } catch (e) {
+      this.d.log.error("a log record could not be kept aside", { seq: r.seq, error: (e as Error).message });
+      return "";
+    }
+  }
+
+  private replayRecord(r: { seq: number; type: number; payload: Uint8Array }) {
     {
       if (r.type === REC_BATCH) {
         const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
