@@ -19,6 +19,9 @@ export function openDb(dataDir: string, migrations: Migration[] = MIGRATIONS): D
   db.exec("PRAGMA synchronous = FULL");
   db.exec("PRAGMA foreign_keys = ON");
   db.exec("PRAGMA busy_timeout = 5000");
+  // Deleted rows are overwritten, not only unlinked: a day's visitor salt, once deleted, must
+  // not be readable from free pages of the file (salts.ts).
+  db.exec("PRAGMA secure_delete = ON");
   migrate(db, migrations);
   return db;
 }

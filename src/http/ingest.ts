@@ -62,6 +62,7 @@ export function ingestHandlers(svc: Services) {
           contentType: h(req, "content-type"),
           gzip: encoding === "gzip",
           unsupportedEncoding: encoding !== "" && encoding !== "identity" && encoding !== "gzip" ? encoding : undefined,
+          countryHeader: config.trustProxy ? (h(req, "cf-ipcountry") ?? h(req, "x-sextant-country")) : null,
           body: new Uint8Array(await req.arrayBuffer()),
           address,
         });
@@ -135,17 +136,25 @@ export function ingestRoutes(svc: Services, handlers: IngestHandlers = ingestHan
     })
     .post("/v1/event", ({ request }) => handlers.web(request, clientAddress(request, config)), {
       parse: "none",
-      response: { 202: t.Void(), 400: ErrorBody, 403: ErrorBody, 413: ErrorBody, 429: ErrorBody, 503: ErrorBody },
+      response: { 202: t.Void(), 400: ErrorBody, 403: ErrorBody, 429: ErrorBody, 503: ErrorBody },
       detail: {
         summary: "Send one web event (a beacon)",
         description:
           "JSON sent as text/plain (a simple CORS request). The Origin must be one of the site's origins. A proxied install sends " +
-          "X-Sextant-Forwarding-Secret and the visitor's address as the last X-Forwarded-For entry. 202 with an empty body; trackers do not retry.",
+          "X-Sextant-Forwarding-Secret and the visitor's address as the last X-Forwarded-For entry. 202 with an empty body; trackers do not retry. " +
+          "An event over 16 KB is a 400; 429 and 503 carry Retry-After.",
         tags: ["ingest"],
         ...jsonBody(WebEventSchema, "A WebEvent.", "text/plain"),
       },
     })
-    .options("/v1/event", ({ request }) => handlers.preflight(request), { detail: { summary: "CORS preflight", tags: ["ingest"] } })
+    .options("/v1/event", ({ request }) => handlers.preflight(request), {
+      response: { 204: t.Void() },
+      detail: {
+        summary: "CORS preflight",
+        description: "204 with Access-Control-Allow-Origin (the request's Origin), -Methods POST and -Headers; the POST checks the origin against the site's.",
+        tags: ["ingest"],
+      },
+    })
     .get(
       "/script.js",
       ({ headers }) => {
@@ -172,7 +181,7 @@ export function ingestApp(svc: Services) {
         path: "/docs",
         specPath: "/openapi.json",
         provider: null,
-        exclude: { staticFile: false, paths: ["/openapi.json", "/healthz"] },
+        exclude: { staticFile: false, paths: ["/openapi.json"] },
         documentation: {
           info: {
             title: "Sextant ingest API",

@@ -55,6 +55,8 @@ export interface AgentInfo {
 }
 
 const UA_CACHE_MAX = 20_000;
+/** Strings longer than this (characters) are never kept in a cache. */
+const MEMO_KEY_MAX = 512;
 let uaCache = new Map<string, AgentInfo>();
 
 /** Parsed once per distinct agent string; the cache is dropped whole when it fills. */
@@ -73,6 +75,8 @@ export function parseAgent(ua: string): AgentInfo {
       os_version: cut(p.os.version ?? ""),
     };
   }
+  // Bounded in bytes too: an agent string past 512 characters is parsed but never kept.
+  if (ua.length > MEMO_KEY_MAX) return info;
   if (uaCache.size >= UA_CACHE_MAX) uaCache = new Map();
   uaCache.set(ua, info);
   return info;
@@ -101,10 +105,37 @@ export function memo<T>(max: number, fn: (key: string) => T): (key: string) => T
     const hit = cache.get(key);
     if (hit !== undefined || cache.has(key)) return hit as T;
     const v = fn(key);
+    // Long keys (up to 4 KB URLs) are computed every time: max entries of them would be
+    // hundreds of megabytes, and requests with no valid key can send them.
+    if (key.length > MEMO_KEY_MAX) return v;
     if (cache.size >= max) cache = new Map();
     cache.set(key, v);
     return v;
   };
+}
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * A path as people read it: each segment percent-decoded on its own (a malformed one stays
+ * encoded without keeping the others so; a decoded control character keeps its segment
+ * encoded; reserved characters such as %2F stay encoded, as decodeURI leaves them), and
+ * `;` parameters dropped (`;jsessionid=...` is a session token, like the query string).
+ */
+function readablePath(p: string): string {
+  return p
+    .split("/")
+    .map((seg) => {
+      const s = seg.includes(";") ? seg.slice(0, seg.indexOf(";")) : seg;
+      if (!s.includes("%")) return s;
+      try {
+        const d = decodeURI(s);
+        return CONTROL.test(d) ? s : d;
+      } catch {
+        return s;
+      }
+    })
+    .join("/");
 }
 
 /** hostname and pathname of the page; the query string is dropped except utm_* values. */
@@ -120,12 +151,10 @@ function parsePageUncached(u: string): PageInfo | null {
   if (url.protocol !== "http:" && url.protocol !== "https:") return null;
   const q = url.searchParams;
   const utm = (k: string) => cut((q.get(`utm_${k}`) ?? "").trim());
-  let path = url.pathname || "/";
-  try {
-    path = decodeURI(path);
-  } catch {
-    // keep it encoded
-  }
+  let path = readablePath(url.pathname || "/");
+  // A single-page app routed by the fragment (#/about, #!/about): the route is the page.
+  const route = /^#!?(\/[^?]*)/.exec(url.hash);
+  if (route) path = (path === "/" ? "" : path.replace(/\/$/, "")) + "/#" + readablePath(route[1]!);
   return {
     hostname: cut(url.hostname.toLowerCase().replace(/^www\./, "")),
     pathname: cut(path),
@@ -250,8 +279,11 @@ export function ipv4Number(s: string): number {
 }
 
 /** A 2-letter country header set by a trusted proxy (CF-IPCountry, X-Sextant-Country). */
-export function countryFromHeader(h: string | null): string {
+/** Codes proxies send that name no country: unknown (XX, ZZ), Tor (T1), anonymous proxy and satellite (A1, A2), regions (EU, AP), other (O1). */
+const NOT_COUNTRIES = new Set(["XX", "ZZ", "T1", "A1", "A2", "EU", "AP", "O1"]);
+
+export function countryFromHeader(h: string | null | undefined): string {
   if (!h) return "";
   const v = h.trim().toUpperCase();
-  return /^[A-Z]{2}$/.test(v) && v !== "XX" && v !== "T1" ? v : "";
+  return /^[A-Z]{2}$/.test(v) && !NOT_COUNTRIES.has(v) ? v : "";
 }

@@ -77,6 +77,8 @@ export interface BatchRequest {
   gzip: boolean;
   /** A Content-Encoding other than gzip or identity, as sent (refused once the key is known). */
   unsupportedEncoding?: string;
+  /** CF-IPCountry or X-Sextant-Country, passed only when the server trusts its proxy. */
+  countryHeader?: string | null;
   body: Uint8Array;
   address: string;
 }
@@ -163,6 +165,9 @@ export class Ingest {
     this.keys = new KeyCache(d.db, d.now);
     this.quota = new Quota(d.hardLimitPercent);
     this.salts = new Salts(d.db);
+    // Salts of days already over are deleted at start-up too: the midnight job does not run
+    // while the process is down.
+    this.salts.rotate(d.now());
     this.wal = Wal.open(d.walDir, d.log);
     // Every kept answer enters the filter (restoreState then marks it ready).
     const keepFrom = d.now() - DEDUPE_KEEP_MS;
@@ -242,7 +247,7 @@ export class Ingest {
       const s = batch.system;
       const agent = `${s.os_name}\u0000${s.os_version}\u0000${s.device_model}\u0000${s.locale}\u0000${s.app_version}\u0000${s.app_build}`;
       const visitor = this.salts.visitor(now, app, req.address, agent);
-      const country = countryOf(req.address);
+      const country = countryFromHeader(req.countryHeader) || countryOf(req.address);
       let events: StoredEvent[] = [];
       let drops: Partial<Record<DropReason, number>> = {};
       let reason: BatchAnswer["reason"];

@@ -16,6 +16,10 @@ export class Salts {
   saltFor(day: string): string {
     const hit = this.cache.get(day);
     if (hit) return hit;
+    // A new day's first visitor also ends the days before it, even when the process was
+    // down at midnight and the rotation job never ran.
+    this.db.query("DELETE FROM salts WHERE day < ?").run(day);
+    for (const d of this.cache.keys()) if (d < day) this.cache.delete(d);
     this.db.query("INSERT INTO salts (day, salt) VALUES (?, ?) ON CONFLICT(day) DO NOTHING").run(day, randomToken(32));
     const salt = this.db.query<{ salt: string }, [string]>("SELECT salt FROM salts WHERE day = ?").get(day)!.salt;
     if (this.cache.size > 4) this.cache.clear();

@@ -42,6 +42,18 @@ describe("batch answers (the spec's ingest error table)", () => {
     expect(evs[0]!.debug).toBe(false);
   });
 
+  test("behind a trusted proxy a country header names the country; codes of no country are ignored", async () => {
+    const send1 = async (headers: Record<string, string>) => {
+      expect((await sendBatch(s.url, app.key, batch([ev("c")]), { headers: { ...from(), ...headers } })).status).toBe(200);
+      return stored().at(-1)!.dims.country;
+    };
+    expect(await send1({ "cf-ipcountry": "nz" })).toBe("NZ");
+    expect(await send1({ "x-sextant-country": "DE" })).toBe("DE");
+    // 81.2.69.160 is a GB address in the GeoIP data; EU and T1 name no country.
+    expect(await send1({ "x-forwarded-for": "81.2.69.160", "cf-ipcountry": "EU" })).toBe("GB");
+    expect(await send1({ "x-forwarded-for": "81.2.69.160", "cf-ipcountry": "T1" })).toBe("GB");
+  });
+
   test("gzip bodies are accepted", async () => {
     const r = await sendBatch(s.url, app.key, batch([ev("gz")]), { gzip: true, headers: from() });
     expect(r.status).toBe(200);

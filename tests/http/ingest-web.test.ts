@@ -65,6 +65,20 @@ describe("web events", () => {
     expect(JSON.stringify(e)).not.toContain("session=abc");
   });
 
+  test("paths: decoded segment by segment, ;parameters dropped, hash routes kept, fragments otherwise not", async () => {
+    const pathOf = async (u: string) => {
+      expect((await sendWeb(s.url, event({ u }), { origin: "https://example.com", ...client() })).status).toBe(202);
+      return stored().at(-1)!.dims.pathname;
+    };
+    expect(await pathOf("https://example.com/caf%C3%A9/%ZZ/x")).toBe("/café/%ZZ/x");
+    expect(await pathOf("https://example.com/a%0Ab/c")).toBe("/a%0Ab/c"); // no control characters in a dimension
+    expect(await pathOf("https://example.com/a%2Fb")).toBe("/a%2Fb");
+    expect(await pathOf("https://example.com/cart;jsessionid=ABC123/checkout")).toBe("/cart/checkout");
+    expect(await pathOf("https://example.com/#/about?tab=2")).toBe("/#/about");
+    expect(await pathOf("https://example.com/app/#!/users/7")).toBe("/app/#/users/7");
+    expect(await pathOf("https://example.com/pricing#faq")).toBe("/pricing");
+  });
+
   test("referrer sources: search engines, AI assistants, self-referrals ignored", async () => {
     const src = async (r: string) => {
       await sendWeb(s.url, event({ u: "https://example.com/", r }), { origin: "https://example.com", ...client() });
@@ -222,6 +236,31 @@ describe("visitors and sessions", () => {
     expect(days).toEqual([{ day: "2026-11-21" }]);
   });
 
+  test("a server down at midnight deletes the days that are over when it starts, and with the next day's first visitor", async () => {
+    const dir = tempDir("sextant-salts-restart-");
+    const c = new TestClock(Date.UTC(2026, 10, 20, 23, 0, 0));
+    const t1 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock: c });
+    const o = await ownerHeaders(t1);
+    const w = await newApp(t1, o, "web", ["https://example.com"]);
+    const h = { origin: "https://example.com", ...client(CHROME, "192.0.2.12") };
+    expect((await sendWeb(t1.url, { k: w.key, n: "pageview", u: "https://example.com/" }, h)).status).toBe(202);
+    const days = (x: TestServer) => (x.server.services.db.query("SELECT day FROM salts ORDER BY day").all() as { day: string }[]).map((r) => r.day);
+    expect(days(t1)).toEqual(["2026-11-20"]);
+    await t1.stop();
+    // Down over midnight: the rotation job never ran.
+    c.ms = Date.UTC(2026, 10, 21, 9, 0, 0);
+    const t2 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock: c });
+    try {
+      expect(days(t2)).toEqual(["2026-11-21"]);
+      // And while running, a new day's first visitor ends the day before without the job.
+      c.ms = Date.UTC(2026, 10, 22, 0, 0, 1);
+      expect((await sendWeb(t2.url, { k: w.key, n: "pageview", u: "https://example.com/" }, h)).status).toBe(202);
+      expect(days(t2)).toEqual(["2026-11-22"]);
+    } finally {
+      await t2.stop();
+    }
+  });
+
   test("a proxied install: with the forwarding secret the forwarded address counts; a wrong secret is 403", async () => {
     const { secret } = (await (await s.api(`/apps/${site.appId}/forwarding-secret`, { method: "POST", headers: owner })).json()) as { secret: string };
     // Without SEXTANT_TRUST_PROXY the forwarded address would be ignored; here the server
@@ -298,11 +337,18 @@ describe("tracker, documents and privacy", () => {
   test("the ingest OpenAPI document is served on the ingest listener and is valid", async () => {
     const t = await startTestServer({ ingestPort: 0 });
     try {
-      const doc = (await (await fetch(`${t.ingestUrl}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+      type Op = { responses: Record<string, { headers?: Record<string, unknown> }> };
+      const doc = (await (await fetch(`${t.ingestUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, Op>> };
       const result = await new Validator().validate(doc as unknown as Parameters<Validator["validate"]>[0]);
       if (!result.valid) console.error(JSON.stringify(result.errors).slice(0, 2000));
       expect(result.valid).toBe(true);
-      expect(Object.keys(doc.paths).sort()).toEqual(["/script.js", "/v1/batch", "/v1/event"]);
+      expect(Object.keys(doc.paths).sort()).toEqual(["/healthz", "/script.js", "/v1/batch", "/v1/event"]);
+      // The answers as they are: Retry-After on 429 and 503, no 413 for web events.
+      const batchOp = doc.paths["/v1/batch"]!.post!;
+      const webOp = doc.paths["/v1/event"]!.post!;
+      for (const op of [batchOp, webOp]) for (const s of ["429", "503"]) expect(Object.keys(op.responses[s]!.headers ?? {})).toEqual(["Retry-After"]);
+      expect(Object.keys(webOp.responses).sort()).toEqual(["202", "400", "403", "429", "503"]);
+      expect(Object.keys(batchOp.responses).sort()).toEqual(["200", "400", "401", "413", "429", "503"]);
       const o = await ownerHeaders(t);
       const a = await newApp(t, o, "web", ["https://example.com"]);
       expect((await sendWeb(t.ingestUrl, { k: a.key, n: "pageview", u: "https://example.com/" }, { origin: "https://example.com" })).status).toBe(202);
