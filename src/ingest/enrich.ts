@@ -114,7 +114,8 @@ export function memo<T>(max: number, fn: (key: string) => T): (key: string) => T
   };
 }
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
+// Control characters (C0, C1) and the invisible marks that reorder or hide text.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 /**
  * A path as people read it: each segment percent-decoded on its own (a malformed one stays
@@ -152,9 +153,15 @@ function parsePageUncached(u: string): PageInfo | null {
   const q = url.searchParams;
   const utm = (k: string) => cut((q.get(`utm_${k}`) ?? "").trim());
   let path = readablePath(url.pathname || "/");
-  // A single-page app routed by the fragment (#/about, #!/about): the route is the page.
-  const route = /^#!?(\/[^?]*)/.exec(url.hash);
-  if (route) path = (path === "/" ? "" : path.replace(/\/$/, "")) + "/#" + readablePath(route[1]!);
+  // A single-page app routed by the fragment (#/about, #!/about): the route is the page. It
+  // stops at ?, # or &; a last segment cut at = or & is a parameter, not a page (an OAuth
+  // callback's #/access_token=...), and goes. The bare #/ is the page itself.
+  const route = /^#!?(\/[^?#&=]*)([=&])?/.exec(url.hash);
+  if (route) {
+    let r = route[1]!;
+    if (route[2]) r = r.slice(0, r.lastIndexOf("/")) || "/";
+    if (r !== "/") path = (path === "/" ? "" : path.replace(/\/$/, "")) + "/#" + readablePath(r);
+  }
   return {
     hostname: cut(url.hostname.toLowerCase().replace(/^www\./, "")),
     pathname: cut(path),

@@ -153,6 +153,8 @@ export class Ingest {
   private webClients: RateLimiter;
   /** Per sender of requests that claim a proxy: charged only by their refusals before the secret checks out. */
   private proxyRefusals: RateLimiter;
+  /** The same for refusals caused by the body, at ten times the rate (see web). */
+  private proxyBodyRefusals: RateLimiter;
   /** Per key, in events; the spec of each call comes from the plan (keySpec). */
   private keyRates: RateLimiter;
 
@@ -179,6 +181,7 @@ export class Ingest {
     this.batchClients = new RateLimiter({ ratePerSecond: 10, burst: 20 }, now);
     this.webClients = new RateLimiter({ ratePerSecond: 30, burst: 60 }, now);
     this.proxyRefusals = new RateLimiter({ ratePerSecond: 30, burst: 60 }, now);
+    this.proxyBodyRefusals = new RateLimiter({ ratePerSecond: 300, burst: 600 }, now);
     this.keyRates = new RateLimiter({ ratePerSecond: 50, burst: 3000 }, now);
   }
 
@@ -331,12 +334,18 @@ export class Ingest {
     // The per-address limit applies to the visitor's address. Through a site's proxy that is
     // known only once the secret checks out (webChecked); every other request is limited
     // here, before its body is parsed. A request that claims a proxy is charged to its
-    // sender only when it is refused before its secret checks out: a wrong secret cannot buy
-    // an unlimited stream of parses and key lookups, and a working proxy is never slowed by
-    // the sum of its visitors.
+    // sender only when it is refused before its secret checks out, so a made-up secret cannot
+    // buy an unlimited stream of parses and key lookups, while a working proxy is never
+    // slowed by the sum of its visitors:
+    //  - a wrong secret, at the per-address rate (a proxy with the right one never has it);
+    //  - a refusal caused by the body (not JSON, unknown key), which a proxy passes on from its
+    //    visitors as sent, at ten times that rate, so that one visitor's junk sent through a
+    //    site's own proxy must be heavy to crowd out the others, and stops when it stops.
     const proxied = req.forwardingSecret !== null;
     const sender = clientKey(req.address);
-    const wait = proxied ? this.proxyRefusals.peek(sender) : this.webClients.take(sender);
+    const wait = proxied
+      ? Math.max(this.proxyRefusals.peek(sender), this.proxyBodyRefusals.peek(sender))
+      : this.webClients.take(sender);
     if (wait > 0) {
       this.countWebKey(req.body, "rate_limited", now);
       throw refuse("rate_limited", "rate_limited", "Too many events from this address.", wait);
@@ -345,7 +354,10 @@ export class Ingest {
     try {
       return await this.webChecked(req, now, stage);
     } catch (e) {
-      if (proxied && !stage.secretOk) this.proxyRefusals.take(sender);
+      if (proxied && !stage.secretOk) {
+        if (e instanceof IngestError && e.code === "bad_forwarding_secret") this.proxyRefusals.take(sender);
+        else this.proxyBodyRefusals.take(sender);
+      }
       throw e;
     }
   }

@@ -44,7 +44,7 @@ export const PERSON_WORDS = new Set([
 function keyWords(key: string): string[] {
   return key
     // The acronym with a lower-case tail would split as "I Pv4": read it as one word.
-    .replace(/IP(v[46]|s)(?![a-z])/g, "Ip$1")
+    .replace(/(?<![A-Z])IP(v[46]|s)(?![a-z])/g, "Ip$1")
     .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
     .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
     .toLowerCase()
@@ -86,8 +86,9 @@ const PHONE = /^\+?[\d\s().-]{7,22}$/;
 // Not phone numbers though they fit PHONE: dates (2024-06-12, 12.06.2024, 2024.06.12).
 const DATE = /^(\d{4}-\d{2}-\d{2}|\d{2}\.\d{2}\.\d{4}|\d{4}\.\d{2}\.\d{2})$/;
 // A number in international form inside text ("call +44 20 7946 0958").
-// The + starts the value or follows a space, colon or bracket (not a version's "1.4.2+2024").
-const PHONE_IN_TEXT = /(?:^|[\s:(])\+\d[\d\s().-]{5,20}\d/;
+// A + not glued to a word, a dot or another + ("phone=+44...", "John,+44 ..." but not a
+// version's "1.4.2+20240612").
+const PHONE_IN_TEXT = /(?<![\w.+])\+\d[\d\s().-]{5,20}\d/;
 
 /** True when `c` is an ASCII letter: no phone number (PHONE above) starts with one. */
 const isLetter = (c: number) => (c | 32) >= 97 && (c | 32) <= 122;

@@ -18,8 +18,7 @@ export class Salts {
     if (hit) return hit;
     // A new day's first visitor also ends the days before it, even when the process was
     // down at midnight and the rotation job never ran.
-    this.db.query("DELETE FROM salts WHERE day < ?").run(day);
-    for (const d of this.cache.keys()) if (d < day) this.cache.delete(d);
+    this.forgetBefore(day);
     this.db.query("INSERT INTO salts (day, salt) VALUES (?, ?) ON CONFLICT(day) DO NOTHING").run(day, randomToken(32));
     const salt = this.db.query<{ salt: string }, [string]>("SELECT salt FROM salts WHERE day = ?").get(day)!.salt;
     if (this.cache.size > 4) this.cache.clear();
@@ -31,11 +30,20 @@ export class Salts {
     return hash53(`${this.saltFor(utcDay(now))}\u0000${appId}\u0000${address}\u0000${agent}`);
   }
 
-  /** Deletes every salt older than today's (run at UTC midnight). */
+  /** Deletes every salt older than today's (run at UTC midnight, and at start-up). */
   rotate(now: number): number {
     const today = utcDay(now);
-    for (const d of this.cache.keys()) if (d < today) this.cache.delete(d);
+    const n = this.forgetBefore(today);
     this.saltFor(today);
-    return this.db.query("DELETE FROM salts WHERE day < ?").run(today).changes;
+    return n;
+  }
+
+  private forgetBefore(day: string): number {
+    for (const d of this.cache.keys()) if (d < day) this.cache.delete(d);
+    const n = this.db.query("DELETE FROM salts WHERE day < ?").run(day).changes;
+    // secure_delete overwrites the row in the file, but the write-ahead log keeps copies of
+    // the page until it is reused: checkpoint it and cut it to nothing.
+    if (n > 0) this.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    return n;
   }
 }

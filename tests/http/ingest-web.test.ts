@@ -77,6 +77,12 @@ describe("web events", () => {
     expect(await pathOf("https://example.com/#/about?tab=2")).toBe("/#/about");
     expect(await pathOf("https://example.com/app/#!/users/7")).toBe("/app/#/users/7");
     expect(await pathOf("https://example.com/pricing#faq")).toBe("/pricing");
+    // The hash route's home is the page itself; a parameter in the route (an OAuth callback's
+    // token) is never part of the path.
+    expect(await pathOf("https://example.com/#/")).toBe("/");
+    expect(await pathOf("https://example.com/#/access_token=eyJhbGciOi&token_type=Bearer")).toBe("/");
+    expect(await pathOf("https://example.com/#/auth/callback=1")).toBe("/#/auth");
+    expect(await pathOf("https://example.com/x%E2%80%AEy")).toBe("/x%E2%80%AEy"); // a bidi override stays encoded
   });
 
   test("referrer sources: search engines, AI assistants, self-referrals ignored", async () => {
@@ -280,6 +286,17 @@ describe("visitors and sessions", () => {
       // A new secret invalidates the previous one.
       await t.api(`/apps/${w.appId}/forwarding-secret`, { method: "POST", headers: o });
       expect((await sendWeb(t.url, body, { "user-agent": CHROME, "x-sextant-forwarding-secret": sec })).status).toBe(403);
+    });
+  });
+
+  test("refusals through a claimed proxy are limited per sender: wrong secrets at 30/s, junk bodies at ten times that", async () => {
+    await withProxiedSite(async ({ t, sec, body }) => {
+      const junk: number[] = [];
+      for (let i = 0; i < 602; i++) junk.push((await sendWeb(t.url, "{not json", { "user-agent": CHROME, "x-forwarded-for": "203.0.113.9", "x-sextant-forwarding-secret": sec })).status);
+      expect(junk.slice(0, 600).every((x) => x === 400)).toBe(true);
+      expect(junk.slice(600)).toEqual([429, 429]);
+      clock.advance(1000);
+      expect((await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": "203.0.113.251", "x-sextant-forwarding-secret": sec })).status).toBe(202);
     });
   });
 
