@@ -252,12 +252,17 @@ describe("visitors and sessions", () => {
     expect((await sendWeb(t1.url, { k: w.key, n: "pageview", u: "https://example.com/" }, h)).status).toBe(202);
     const days = (x: TestServer) => (x.server.services.db.query("SELECT day FROM salts ORDER BY day").all() as { day: string }[]).map((r) => r.day);
     expect(days(t1)).toEqual(["2026-11-20"]);
+    const oldSalt = (t1.server.services.db.query("SELECT salt FROM salts").get() as { salt: string }).salt;
     await t1.stop();
     // Down over midnight: the rotation job never ran.
     c.ms = Date.UTC(2026, 10, 21, 9, 0, 0);
     const t2 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock: c });
     try {
       expect(days(t2)).toEqual(["2026-11-21"]);
+      // Gone from the disk too: not in the database file, nor in its write-ahead log.
+      for (const f of readdirSync(dir).filter((n) => n.startsWith("sextant.db"))) {
+        expect([f, readFileSync(join(dir, f)).includes(Buffer.from(oldSalt))]).toEqual([f, false]);
+      }
       // And while running, a new day's first visitor ends the day before without the job.
       c.ms = Date.UTC(2026, 10, 22, 0, 0, 1);
       expect((await sendWeb(t2.url, { k: w.key, n: "pageview", u: "https://example.com/" }, h)).status).toBe(202);
