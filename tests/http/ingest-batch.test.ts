@@ -397,6 +397,24 @@ describe("the spec's Limits table, row by row", () => {
 });
 
 describe("quota and restarts", () => {
+  test("per key in proportion to the plan: a plan of a billion events a month takes far more than the minimum's 3000 at once", async () => {
+    const dir = tempDir("sextant-plans-big-");
+    writeFileSync(join(dir, "plans.json"), JSON.stringify([{ id: "free", events_per_month: 1_000_000_000, price_usd_month: 0 }]));
+    const t = await startTestServer({ plansFile: join(dir, "plans.json"), trustProxy: true });
+    try {
+      const o = await ownerHeaders(t);
+      const a = await newApp(t, o);
+      // 60 batches of 100 (6000 events) at once: twice the minimum's burst, all accepted.
+      for (let i = 0; i < 60; i++) {
+        const r = await sendBatch(t.url, a.key, batch(Array.from({ length: 100 }, () => ev("k"))), { headers: { "x-forwarded-for": `192.0.2.${i + 1}` } });
+        expect(r.status).toBe(200);
+      }
+      expect(t.server.services.store.count(a.appId)).toBe(6000);
+    } finally {
+      await t.stop();
+    }
+  });
+
   test("over the org's limit: accepted up to hard_limit_percent, then over_quota", async () => {
     const dir = tempDir("sextant-plans-");
     writeFileSync(join(dir, "plans.json"), JSON.stringify([{ id: "free", events_per_month: 10, price_usd_month: 0 }]));
