@@ -4,11 +4,14 @@
 // event store and answers. Replays the log at start-up.
 //
 // Write-ahead log records:
-//   1 batch:    u32 header length | header JSON | request body as received (gzip or not)
+//   1 batch:    u32 header length | header JSON | request body as received (gzip or not;
+//               empty for a paused app's batch, whose answer is all replay needs)
 //   2 web:      u32 header length | header JSON [org, app, receivedAt, visitor, session,
 //               country, browser, os_name, os_version] | request body as received
 //   3 outcomes: JSON {a: app, d: day, c: counts} (requests that stored nothing)
 
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Logger } from "../log.ts";
 import type { Db } from "../domain/db.ts";
 import { DomainError } from "../domain/errors.ts";
@@ -30,8 +33,6 @@ import { safeEqual, sha256 } from "../util/secrets.ts";
 import { hash53, utcDay } from "../util/hash.ts";
 import { GzipError, inflateBatch, MAX_BATCH_BYTES } from "./gzip.ts";
 import { writeAtomic } from "../store/atomic.ts";
-import { mkdirSync } from "node:fs";
-import { dirname, join } from "node:path";
 
 export { MAX_BATCH_BYTES };
 export const MAX_WEB_BYTES = 16 * 1024;
@@ -506,10 +507,10 @@ export class Ingest {
 
   /** Replays the write-ahead log records after `after` into the store, counters, quota and dedup map. */
   replay(after = 0): { records: number; events: number; truncated: number } {
-    this.replayedEvents = 0;
+    let events = 0;
     const { records, truncated } = this.wal.replay((r) => {
       try {
-        this.replayRecord(r);
+        events += this.replayRecord(r);
       } catch (e) {
         // One record the code cannot read must not stop every start-up after it, nor be
         // lost: its bytes are kept in <data dir>/quarantine/ for a later version to read.
@@ -518,10 +519,8 @@ export class Ingest {
       }
     }, after);
     this.recent.prune(this.d.now(), DEDUPE_MEMORY_MS);
-    return { records, events: this.replayedEvents, truncated };
+    return { records, events, truncated };
   }
-
-  private replayedEvents = 0;
 
   /** Keeps a record replay could not read (see replay); answers its file, or "" if even that failed. */
   private quarantine(r: { seq: number; type: number; payload: Uint8Array }): string {
@@ -537,59 +536,59 @@ export class Ingest {
     }
   }
 
-  private replayRecord(r: { seq: number; type: number; payload: Uint8Array }) {
-    {
-      if (r.type === REC_BATCH) {
-        const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
-        const hlen = view.getUint32(0, true);
-        const h = JSON.parse(dec.decode(r.payload.subarray(4, 4 + hlen))) as {
-          a: number;
-          o: number;
-          b: string;
-          t: number;
-          v: number;
-          c: string;
-          z: number;
-          ans: BatchAnswer;
-        };
-        let evs: StoredEvent[] = [];
-        let drops: Partial<Record<DropReason, number>> = {};
-        if (h.ans.reason === "paused") {
-          drops.paused = h.ans.dropped;
-        } else {
-          const raw = r.payload.subarray(4 + hlen);
-          // The same inflate as at ingest (gzip.ts): the body is read as it was then.
-          const text = dec.decode(h.z ? inflateBatch(raw) : raw);
-          const parsed = parseBatch(JSON.parse(text));
-          if (parsed.ok) ({ events: evs, drops } = batchEvents(parsed.value, { app: h.a, receivedAt: h.t, visitor: h.v, country: h.c }));
-          if (evs.length > h.ans.accepted) {
-            drops.over_quota = (drops.over_quota ?? 0) + evs.length - h.ans.accepted;
-            evs = evs.slice(0, h.ans.accepted);
-          }
+  /** Applies one log record; answers the events it stored. */
+  private replayRecord(r: { seq: number; type: number; payload: Uint8Array }): number {
+    if (r.type === REC_BATCH) {
+      const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
+      const hlen = view.getUint32(0, true);
+      const h = JSON.parse(dec.decode(r.payload.subarray(4, 4 + hlen))) as {
+        a: number;
+        o: number;
+        b: string;
+        t: number;
+        v: number;
+        c: string;
+        z: number;
+        ans: BatchAnswer;
+      };
+      let evs: StoredEvent[] = [];
+      let drops: Partial<Record<DropReason, number>> = {};
+      if (h.ans.reason === "paused") {
+        drops.paused = h.ans.dropped;
+      } else {
+        const raw = r.payload.subarray(4 + hlen);
+        // The same inflate as at ingest (gzip.ts): the body is read as it was then.
+        const text = dec.decode(h.z ? inflateBatch(raw) : raw);
+        const parsed = parseBatch(JSON.parse(text));
+        if (parsed.ok) ({ events: evs, drops } = batchEvents(parsed.value, { app: h.a, receivedAt: h.t, visitor: h.v, country: h.c }));
+        if (evs.length > h.ans.accepted) {
+          drops.over_quota = (drops.over_quota ?? 0) + evs.length - h.ans.accepted;
+          evs = evs.slice(0, h.ans.accepted);
         }
-        this.quota.add(h.o, evs.length, h.t);
-        this.commitBatch(h.a, h.o, h.b, answerKey(h.a, h.b), NaN, h.t, evs, drops, h.ans);
-        this.replayedEvents += evs.length;
-      } else if (r.type === REC_WEB) {
-        const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
-        const hlen = view.getUint32(0, true);
-        const [o, app, at, visitor, session, country, browser, os_name, os_version] = JSON.parse(
-          dec.decode(r.payload.subarray(4, 4 + hlen)),
-        ) as [number, number, number, number, number, string, string, string, string];
-        const parsed = parseWebEvent(JSON.parse(dec.decode(r.payload.subarray(4 + hlen))));
-        if (!parsed.ok) return;
-        const e = webEvent(parsed.value, { app, receivedAt: at, visitor, session, country, agent: { bot: false, browser, os_name, os_version } });
-        if (typeof e === "string") return;
-        this.d.sink.append([e]);
-        this.usage.add(app, utcDay(at), "accepted", 1);
-        this.quota.add(o, 1, at);
-        this.sessions.remember(visitor, session, at);
-        this.replayedEvents++;
-      } else if (r.type === REC_OUTCOMES) {
-        const { a, d, c } = JSON.parse(dec.decode(r.payload)) as { a: number; d: string; c: OutcomeCounts };
-        this.usage.addAll(a, d, c);
       }
+      this.quota.add(h.o, evs.length, h.t);
+      this.commitBatch(h.a, h.o, h.b, answerKey(h.a, h.b), NaN, h.t, evs, drops, h.ans);
+      return evs.length;
+    } else if (r.type === REC_WEB) {
+      const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
+      const hlen = view.getUint32(0, true);
+      const [o, app, at, visitor, session, country, browser, os_name, os_version] = JSON.parse(
+        dec.decode(r.payload.subarray(4, 4 + hlen)),
+      ) as [number, number, number, number, number, string, string, string, string];
+      const parsed = parseWebEvent(JSON.parse(dec.decode(r.payload.subarray(4 + hlen))));
+      if (!parsed.ok) return 0;
+      const e = webEvent(parsed.value, { app, receivedAt: at, visitor, session, country, agent: { bot: false, browser, os_name, os_version } });
+      if (typeof e === "string") return 0;
+      this.d.sink.append([e]);
+      this.usage.add(app, utcDay(at), "accepted", 1);
+      this.quota.add(o, 1, at);
+      this.sessions.remember(visitor, session, at);
+      return 1;
+    } else if (r.type === REC_OUTCOMES) {
+      const { a, d, c } = JSON.parse(dec.decode(r.payload)) as { a: number; d: string; c: OutcomeCounts };
+      this.usage.addAll(a, d, c);
     }
+    return 0;
   }
 
   // ---- checkpoints ------------------------------------------------------------------------
