@@ -14,28 +14,30 @@ export class Salts {
   constructor(private db: Db) {}
 
   saltFor(day: string): string {
-    const hit = this.cache.get(day);
-    if (hit) return hit;
-    // A new day's first visitor also ends the days before it, even when the process was
-    // down at midnight and the rotation job never ran.
-    this.forgetBefore(day);
-    this.db.query("INSERT INTO salts (day, salt) VALUES (?, ?) ON CONFLICT(day) DO NOTHING").run(day, randomToken(32));
-    const salt = this.db.query<{ salt: string }, [string]>("SELECT salt FROM salts WHERE day = ?").get(day)!.salt;
-    if (this.cache.size > 4) this.cache.clear();
-    this.cache.set(day, salt);
-    return salt;
+    return this.cache.get(day) ?? this.enter(day).salt;
   }
 
   visitor(now: number, appId: number, address: string, agent: string): number {
     return hash53(`${this.saltFor(utcDay(now))}\u0000${appId}\u0000${address}\u0000${agent}`);
   }
 
-  /** Deletes every salt older than today's (run at UTC midnight, and at start-up). */
+  /** Deletes every salt older than today's (run at UTC midnight, and at start-up); answers how many. */
   rotate(now: number): number {
-    const today = utcDay(now);
-    const n = this.forgetBefore(today);
-    this.saltFor(today);
-    return n;
+    return this.enter(utcDay(now)).forgotten;
+  }
+
+  /**
+   * Makes `day` the current day: the days before it end (also when the process was down at
+   * midnight and the rotation job never ran: a new day's first visitor ends them), and its
+   * salt is made or read.
+   */
+  private enter(day: string): { salt: string; forgotten: number } {
+    const forgotten = this.forgetBefore(day);
+    this.db.query("INSERT INTO salts (day, salt) VALUES (?, ?) ON CONFLICT(day) DO NOTHING").run(day, randomToken(32));
+    const salt = this.db.query<{ salt: string }, [string]>("SELECT salt FROM salts WHERE day = ?").get(day)!.salt;
+    if (this.cache.size > 4) this.cache.clear();
+    this.cache.set(day, salt);
+    return { salt, forgotten };
   }
 
   private forgetBefore(day: string): number {
