@@ -22,7 +22,9 @@ const canMount =
   sh("truncate", "-s", "64M", image).exitCode === 0 &&
   sh("mkfs.ext4", "-q", image).exitCode === 0 &&
   sh("mkdir", "-p", mountPoint).exitCode === 0 &&
-  sh("mount", "-o", "loop", image, mountPoint).exitCode === 0;
+  sh("mount", "-o", "loop", image, mountPoint).exitCode === 0 &&
+  sh("fsfreeze", "-f", mountPoint).exitCode === 0 &&
+  sh("fsfreeze", "-u", mountPoint).exitCode === 0;
 if (!canMount) console.log("stalled disk test skipped: mounting a loop device and fsfreeze need root");
 
 let frozen = false;
