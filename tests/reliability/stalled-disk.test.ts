@@ -46,7 +46,7 @@ const thaw = () => {
 
 afterAll(() => {
   thaw();
-  if (canMount) sh("umount", mountPoint);
+  sh("umount", mountPoint); // also when mounted but fsfreeze failed
   rmSync(root, { recursive: true, force: true });
 });
 
