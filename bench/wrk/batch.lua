@@ -25,3 +25,14 @@ request = function()
   wrk.headers["X-Forwarded-For"] = "10." .. (v % 200) .. "." .. (math.floor(v / 200) % 250) .. ".7"
   return wrk.format(nil, nil, nil, bodies[v])
 end
+
+-- PACE_MS: each connection waits this long on average between requests (a load below
+-- capacity, for latency not made of queueing); unset, requests follow each other at once.
+-- The wait is drawn at random (0 to twice PACE_MS): a fixed one keeps the connections in
+-- step, and their requests then arrive in bursts of 64 that queue behind each other.
+local pace = tonumber(os.getenv("PACE_MS") or "0")
+if pace > 0 then
+  delay = function()
+    return math.random(0, 2 * pace)
+  end
+end
