@@ -156,7 +156,11 @@ for (let round = 0; round < ROUNDS; round++) {
   // what a batch costs to answer, which is what an SDK on a server with headroom sees.
   const paceMs = Math.max(1, Math.round((CONNS / (PACED_SHARE * full.rps)) * 1000));
   paceWaits.push(paceMs);
-  runs.batchPaced!.push(measure(`${base}/v1/batch`, bat, server.pid, { PACE_MS: String(paceMs) }));
+  // To the warm-up app: the measured app's data, which the query load reads, stays what
+  // earlier runs had (its volume sets the queries' cost, and through them the p99 of the
+  // rows with query load: with the paced batches added to it, web events' p99 under the
+  // query load went from about 20 ms to 400-640 ms).
+  runs.batchPaced!.push(measure(`${base}/v1/batch`, bat, server.pid, { PACE_MS: String(paceMs), APP_KEY: warmApp.key }));
   for (const [key, url, script] of [
     ["webQ", `${base}/v1/event`, web],
     ["batchQ", `${base}/v1/batch`, bat],
@@ -192,6 +196,8 @@ const held = readFileSync(join(dir, "server.log"), "utf8")
   .map((l) => JSON.parse(l) as { snapshot_ms: number; commit_ms: number; finish_ms: number })
   .map((c) => c.snapshot_ms + c.commit_ms + c.finish_ms)
   .sort((a, b) => a - b);
+// KEEP_LOG=<file>: keep the server's log (request lines with their ms, checkpoints) for a look afterwards.
+if (process.env.KEEP_LOG) Bun.spawnSync(["cp", join(dir, "server.log"), process.env.KEEP_LOG]);
 rmSync(dir, { recursive: true, force: true });
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -216,7 +222,7 @@ const body = `## Ingest (bench/ingest.ts)
 - Machine: ${machine()}
 - Date: ${new Date().toISOString().slice(0, 10)}
 - Command: \`bun bench/ingest.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). The bare server and Sextant (\`sextant serve\`, JSON request log to a file, every accepted event fsynced by group commit before the answer) both run pinned to core 0; wrk runs pinned to core 1 with ${CONNS} connections, ${SECONDS} s per row, after a warm-up of 5 s of web events, ${WARM_OTHER_S} s of batches to a third app and ${WARM_BATCH_S} s of batches to the measured one (the partition writer's code is compiled and recompiled over its first eight or so flushes; the third app keeps the data the query load reads as it was with 20 s). Rows alternate round by round and the table gives medians; the ratio column also lists each round's ratio against the bare run of the same round, since this shared machine's speed drifts by tens of percent between minutes.
-- The query load (rows "with query load") is a second wrk with 4 connections reading with an API token, each waiting 50 ms between requests as a busy dashboard would (median ${fmt(median(queryRates))} requests/s). The load cycles through overview (unfiltered and filtered), breakdowns, live and usage of both apps; answers are cached for 30 s except live, which is computed on every request.
+- The query load (rows "with query load") is a second wrk with 4 connections reading with an API token, each waiting 50 ms between requests as a busy dashboard would (median ${fmt(median(queryRates))} requests/s). The load cycles through overview (unfiltered and filtered), breakdowns, live and usage of both apps; answers are cached for 30 s except live, which is computed on every request. A round takes about 31 s, longer than the cache holds an answer, so every row with query load computes each query afresh at least once: the breakdown by users of the measured app took 520-670 ms of the event loop so (2026-11-22), and that stall sets those rows' p99. (Until the paced row came, a round took about 26 s, and rounds 2 and 3 found the answers of the round before still cached: their p99 was about 20-25 ms.)
 - The paced row is the batch load below capacity: each of the 64 connections waits between requests so that together they offer ${PACED_SHARE * 100}% of the rate the round's saturating batch row reached (a wait of ${runs.batchPaced!.length ? "about " + fmt(median(paceWaits)) : "-"} ms). Its ratio is not a capacity figure; its latency is what a batch costs to answer without the queue that 64 saturating connections build (at saturation the mean latency is 64 ÷ throughput, Little's law).
 - Load: web events from a pool of 50,000 visitor addresses (one new address per request would make every event a new visit); batches from 5,000 devices, each with its own address and its own session id (until 2026-11-22 every batch carried one fixed session id).
 - CPU µs/request: the server process's user+system CPU time over the row divided by the requests it answered (steadier than throughput on a noisy host).
