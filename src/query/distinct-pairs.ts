@@ -3,7 +3,7 @@
 
 import type { QueryContext } from "./context.ts";
 import type { scanOptions } from "./context.ts";
-import { scan } from "./scan.ts";
+import { countByContext, scan, type CodeReader } from "./scan.ts";
 import { DAY_MS } from "./sessions.ts";
 import type { Chunk } from "../store/chunk.ts";
 import { DomainError } from "../domain/errors.ts";
@@ -40,7 +40,7 @@ export class DistinctPairs {
    * own with small keys (its dense visitor number, day and code), and summed per value.
    * Otherwise into the shared set.
    */
-  chunk(c: Chunk, r: { code: (i: number, x: number) => number; values: readonly string[] }, isolated: boolean) {
+  chunk(c: Chunk, r: CodeReader, isolated: boolean) {
     const ncodes = r.values.length;
     const lastCode = new Int32Array(c.nctx).fill(-1);
     const lastDay = new Int32Array(c.nctx).fill(-1);
@@ -62,9 +62,7 @@ export class DistinctPairs {
     const perCode = new Float64Array(ncodes);
     const global = local ? null : this.globalCodes(r.values);
     const ownerOf = global ? new Float64Array(c.nctx).fill(-1) : null;
-    const visit = (cc: Chunk, i: number, x: number) => {
-      const code = r.code(i, x);
-      const d = this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0;
+    const pair = (x: number, code: number, d: number) => {
       if (lastCode[x] === code && lastDay[x] === d) return;
       lastCode[x] = code;
       lastDay[x] = d;
@@ -95,7 +93,17 @@ export class DistinctPairs {
       this.seen.add(key);
       this.counts[g]!++;
     };
-    scan([c], this.opts, visit, this.q.budget);
+    if (r.perContext && days === 1) {
+      // A dimension held per context over one day (every hourly partition; sessions need no
+      // day): a context's pair is the same for all its rows, so one tight count per context
+      // says which contexts have a row in the window, and each gives its pair once. Per row,
+      // a callback cost 700 ms for 3.5 million events, on the event loop ingest shares.
+      const perCtx = countByContext(c, this.opts);
+      this.q.budget.check(c.n);
+      if (perCtx) for (let x = 0; x < c.nctx; x++) if (perCtx[x]) pair(x, r.perContext[x]!, 0);
+    } else {
+      scan([c], this.opts, (cc, i, x) => pair(x, r.code(i, x), this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0), this.q.budget);
+    }
     if (!global) {
       const g = this.globalCodes(r.values);
       for (let k = 0; k < ncodes; k++) if (perCode[k]) this.counts[g[k]!]! += perCode[k]!;

@@ -246,14 +246,21 @@ export function valueOf(c: Chunk, dim: string, i: number, x: number): string | n
 }
 
 /** A code reader for a dimension held per event or per context: (i, x) -> code, plus its dictionary. */
-export function codeReader(c: Chunk, dim: string): { code: (i: number, x: number) => number; values: string[] } | null {
+export function codeReader(c: Chunk, dim: string): CodeReader | null {
   if (dim === "name") return { code: (i) => c.name[i]!, values: c.dicts.name.values };
   if (dim === "pathname") return { code: (i) => c.pathname[i]!, values: c.dicts.pathname.values };
   if ((CTX_DIMS as readonly string[]).includes(dim)) {
     const a = c.dims[dim as CtxDim];
-    return { code: (_i, x) => a[x]!, values: c.dicts[dim as CtxDim].values };
+    return { code: (_i, x) => a[x]!, values: c.dicts[dim as CtxDim].values, perContext: a };
   }
   return null;
+}
+
+/** A dimension's code per row (`i`) and context (`x`), its values, and the codes per context when it is held per context. */
+export interface CodeReader {
+  code: (i: number, x: number) => number;
+  values: string[];
+  perContext?: ArrayLike<number>;
 }
 
 /** Per-row values of a property key (text or number as text), or undefined where absent. */
