@@ -23,7 +23,7 @@ const env = {
 };
 
 const started = Date.now();
-const tests = ["fuzz", "crash", "overload", "disk", "isolation", "secrets"].map((n) => `tests/reliability/${n}.test.ts`);
+const tests = ["fuzz", "crash", "overload", "disk", "stalled-disk", "isolation", "secrets"].map((n) => `tests/reliability/${n}.test.ts`);
 // One file at a time: each measures the machine, and two at once would share its 2 cores.
 let failed = 0;
 for (const file of tests) {

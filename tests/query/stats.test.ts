@@ -99,6 +99,20 @@ describe("stats against the reference", () => {
         }
       }
     }
+    // Sessions and users of a dimension held per context are counted per context (a chunk
+    // within one day), else per row: every filter kind, and a window that starts inside
+    // the data as well, so the head's sessions are cut at its edge.
+    for (const dim of ["country", "referrer_source", "utm_source"]) {
+      for (const metric of ["sessions", "users"] as const) {
+        for (const filters of FILTER_SETS) {
+          for (const from of [FROM, "2026-11-12"]) {
+            const b = await get<{ rows: unknown }>(`/apps/${web.appId}/breakdown?${qs(filters, { dimension: dim, metric, limit: "1000", from })}`);
+            const want = refBreakdown(webEvents, q("web", filters, false, from), dim, metric, 1000);
+            expect({ dim, metric, filters, from, rows: b.rows }).toEqual({ dim, metric, filters, from, rows: want });
+          }
+        }
+      }
+    }
     const top = await get<{ rows: unknown[] }>(`/apps/${web.appId}/breakdown?${qs([], { dimension: "pathname" })}`);
     expect(top.rows.length).toBe(Math.min(10, refBreakdown(webEvents, q("web"), "pathname", "events", 1000).length));
   });

@@ -3,8 +3,8 @@
 // until it is thawed, as on a disk that stops answering. Nothing may be acknowledged
 // before it is on disk, and a second copy of a batch whose first copy is still being
 // written is answered 503 batch_in_progress with Retry-After (the spec's ingest error
-// table), never stored a second time. Needs root for mount(8) and fsfreeze(8); elsewhere
-// the test says so and is skipped.
+// table), never stored a second time. Needs root, a loop device and a kernel that lets
+// fsfreeze(8) freeze ext4; elsewhere the test says so and is skipped.
 
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -25,10 +25,12 @@ const canMount =
   sh("mount", "-o", "loop", image, mountPoint).exitCode === 0 &&
   sh("fsfreeze", "-f", mountPoint).exitCode === 0 &&
   sh("fsfreeze", "-u", mountPoint).exitCode === 0;
-if (!canMount) console.log("stalled disk test skipped: mounting a loop device and fsfreeze need root");
+if (!canMount) console.log("stalled disk test skipped: it needs root, a loop device and fsfreeze");
 
 let frozen = false;
 let watchdog: ReturnType<typeof Bun.spawn> | undefined;
+/** The server of the test under way, stopped by afterAll too (a test that timed out leaves it open). */
+let s: TestServer | undefined;
 const freeze = () => {
   // The test runner shares its thread with the server: should that thread ever block on
   // the frozen disk, no timer of this file could thaw it. A process of its own does.
@@ -38,16 +40,20 @@ const freeze = () => {
   frozen = true;
 };
 const thaw = () => {
-  if (frozen) sh("fsfreeze", "-u", mountPoint);
+  if (frozen) expect(sh("fsfreeze", "-u", mountPoint).exitCode).toBe(0);
   frozen = false;
   watchdog?.kill();
   watchdog = undefined;
 };
 
-afterAll(() => {
-  thaw();
-  sh("umount", mountPoint); // also when mounted but fsfreeze failed
-  rmSync(root, { recursive: true, force: true });
+afterAll(async () => {
+  // Whatever happened: thawed (harmless when not frozen), the server closed, unmounted
+  // (lazily if still busy), and the image removed only once nothing is mounted on it.
+  sh("fsfreeze", "-u", mountPoint);
+  watchdog?.kill();
+  await s?.stop().catch(() => {});
+  const unmounted = sh("umount", mountPoint).exitCode === 0 || sh("umount", "-l", mountPoint).exitCode === 0;
+  if (unmounted || !canMount) rmSync(root, { recursive: true, force: true });
 });
 
 const BROWSER = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
@@ -58,7 +64,6 @@ const settledWithin = <T>(p: Promise<T>, ms: number) =>
 
 describe.skipIf(!canMount)("a stalled disk", () => {
   test("nothing is acknowledged before it is on disk; a second copy meanwhile is 503 batch_in_progress", async () => {
-    let s: TestServer | undefined;
     try {
       s = await startTestServer({ dataDir: join(mountPoint, "data"), trustProxy: true });
       const owner = await ownerHeaders(s, "stall@example.com");
@@ -99,11 +104,11 @@ describe.skipIf(!canMount)("a stalled disk", () => {
     } finally {
       thaw();
       await s?.stop();
+      s = undefined;
     }
-  });
+  }, 30_000);
 
   test("a web event is answered 202 only once it is on disk", async () => {
-    let s: TestServer | undefined;
     try {
       s = await startTestServer({ dataDir: join(mountPoint, "web") });
       const owner = await ownerHeaders(s, "stall-web@example.com");
@@ -126,6 +131,7 @@ describe.skipIf(!canMount)("a stalled disk", () => {
     } finally {
       thaw();
       await s?.stop();
+      s = undefined;
     }
-  });
+  }, 30_000);
 });
