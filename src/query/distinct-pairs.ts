@@ -94,10 +94,11 @@ export class DistinctPairs {
       this.counts[g]!++;
     };
     if (r.perContext && days === 1) {
-      // A dimension held per context, for sessions (which need no day) or over one day (users
-      // in every hourly partition): a context's pair is the same for all its rows, so one tight count per context
-      // says which contexts have a row in the window, and each gives its pair once. Per row,
-      // a callback cost 700 ms for 3.5 million events, on the event loop ingest shares.
+      // A dimension held per context, for sessions (which need no day) or over one day
+      // (users in every hourly partition): a context's pair is the same for all its rows,
+      // so one tight count per context says which contexts have a row in the window, and
+      // each gives its pair once. A callback per row cost 700 ms for 3.5 million events,
+      // on the event loop ingest shares.
       const perCtx = countByContext(c, this.opts);
       this.q.budget.check(c.n);
       if (perCtx) for (let x = 0; x < c.nctx; x++) if (perCtx[x]) pair(x, r.perContext[x]!, 0);
