@@ -73,5 +73,7 @@ async function loop() {
     }
     Atomics.store(ctrl, C_DONE, seen);
     Atomics.notify(ctrl, C_DONE);
+    // After the answer: the requests of this commit need not wait for the zeros.
+    seg!.prefill();
   }
 }
