@@ -4,7 +4,7 @@
 // in-memory columns; this is where they meet time and load.
 
 import { DomainError } from "../domain/errors.ts";
-import type { EventStore } from "../store/store.ts";
+import { NeedDecode, type EventStore, type QueryChunks } from "../store/store.ts";
 import type { QueryContext } from "./context.ts";
 import type { Budget, Filter } from "./scan.ts";
 import type { Window } from "./window.ts";
@@ -27,7 +27,7 @@ export class QueryRunner {
 
   constructor(private o: RunnerOptions) {}
 
-  context(app: number, kind: "app" | "web", window: Window, debug: boolean, filters: Filter[], budget: Budget): QueryContext {
+  context(app: number, kind: "app" | "web", window: Window, debug: boolean, filters: Filter[], budget: Budget, reader?: QueryChunks): QueryContext {
     return {
       app,
       kind,
@@ -35,15 +35,21 @@ export class QueryRunner {
       debug,
       filters,
       now: this.o.now(),
-      chunks: (from, to) => this.o.store.chunks(app, from, to, () => budget.check(0)),
+      chunks: (from, to) => this.o.store.chunks(app, from, to, () => budget.check(0), reader),
       rollups: this.o.store.rollups,
       live: this.o.store.live,
       budget,
     };
   }
 
-  /** Runs `fn` in turn, cached under `key` unless the key is null. */
-  async run<T>(key: string | null, fn: (budget: Budget) => T): Promise<T> {
+  /**
+   * Runs `fn` in turn, cached under `key` unless the key is null. Partitions that `fn` reads
+   * and the decoded cache does not hold are decoded in the partition writer's thread, not
+   * on the event loop ingest shares: `fn` stops at the first read of one (NeedDecode), they
+   * are decoded meanwhile, and `fn` runs again from the start with them pinned (operators
+   * are pure functions of the chunks). The budget covers the waits and the runs.
+   */
+  async run<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => T): Promise<T> {
     const now = this.o.now();
     if (key) {
       const hit = this.cache.get(key);
@@ -56,16 +62,23 @@ export class QueryRunner {
     // One query at a time: they are CPU-bound, and interleaving would only make each slower.
     // Each turn starts after the event loop has taken the requests that arrived during the
     // previous query, so those are counted as waiting (and turned away past the bound).
-    const turn = this.chain.then(() => new Promise<void>((r) => setImmediate(r))).then(() => {
+    const turn = this.chain.then(() => new Promise<void>((r) => setImmediate(r))).then(async () => {
       const started = performance.now();
+      const tooHeavy = () => new DomainError("too_heavy", "query_too_heavy", "This query needs more time than its budget; narrow the dates or add filters.");
       const budget: Budget = {
         check: () => {
-          if (performance.now() - started > this.o.budgetMs) {
-            throw new DomainError("too_heavy", "query_too_heavy", "This query needs more time than its budget; narrow the dates or add filters.");
-          }
+          if (performance.now() - started > this.o.budgetMs) throw tooHeavy();
         },
       };
-      return fn(budget);
+      const reader: QueryChunks = { pinned: new Map(), inline: new Set() };
+      for (;;) {
+        try {
+          return fn(budget, reader);
+        } catch (e) {
+          if (!(e instanceof NeedDecode)) throw e;
+          if (!(await this.o.store.decodeOffThread(e.parts, reader, started + this.o.budgetMs))) throw tooHeavy();
+        }
+      }
     });
     this.chain = turn.catch(() => undefined);
     try {

@@ -144,6 +144,11 @@ export class Catalog {
     return [...this.byApp.keys()];
   }
 
+  /** Whether a partition is still in the catalog (not superseded by a compaction). */
+  has(p: Partition): boolean {
+    return this.byApp.get(p.app)?.get(p.date)?.some((x) => x.file === p.file) ?? false;
+  }
+
   all(): Partition[] {
     const out: Partition[] = [];
     for (const m of this.byApp.values()) for (const l of m.values()) out.push(...l);

@@ -1,7 +1,9 @@
-// Writing partition files, away from the event loop. A flush (heads -> hourly files) and a
-// compaction (a day's files -> one) are pure functions of their inputs and the disk; they
-// run in a worker thread so ingest keeps answering while megabytes are encoded and
-// fsynced. The inline implementation is the fallback and runs the same functions.
+// Writing and reading partition files, away from the event loop. A flush (heads -> hourly
+// files), a compaction (a day's files -> one) and a decode (a file -> columns, for a query
+// whose partitions are not in the decoded cache) are pure functions of their inputs and
+// the disk; they run in a worker thread so ingest keeps answering while megabytes are
+// encoded, fsynced or decoded. The inline implementation is the fallback and runs the
+// same functions.
 
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -20,6 +22,8 @@ export type Written = Partition & { decoded?: Chunk };
 export interface PartitionFiles {
   flush(dir: string, heads: Chunk[], tag: number): Promise<Written[]>;
   compact(dir: string, app: number, date: string, parts: Partition[], crashAt?: CompactCrash): Promise<Partition | null>;
+  /** A partition file's columns, as readPartition gives them. */
+  decode(file: string): Promise<Chunk>;
   close(): Promise<void>;
 }
 
@@ -197,6 +201,12 @@ export function packWritten(ws: Written[]): { value: (Partition & { decoded?: Pa
   return { value, transfer: [...new Set(transfer)] };
 }
 
+/** A chunk nothing else reads, as plain data for postMessage, with the buffers to hand over. */
+export function packOwned(c: Chunk): { value: PackedChunk; transfer: ArrayBuffer[] } {
+  const value = packChunk(c, true);
+  return { value, transfer: buffersOf(value) };
+}
+
 function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {
   const out = [p.ts, p.name, p.pathname, p.ctx, p.session, p.visitor, p.debug, ...Object.values(p.dims), ...(p.ctxStart ? [p.ctxStart] : [])].map((a) => a.buffer as ArrayBuffer);
   for (const [, v] of p.sp) out.push(v.rows.buffer as ArrayBuffer, v.codes.buffer as ArrayBuffer);
@@ -220,8 +230,13 @@ export function unpackChunk(p: ReturnType<typeof packChunk>): Chunk {
 export const inlineFiles: PartitionFiles = {
   flush: async (dir, heads, tag) => writeHeadFiles(dir, heads, tag),
   compact: async (dir, app, date, parts, crashAt) => compactFiles(dir, app, date, parts, crashAt),
+  decode: async (file) => decodeFile(file),
   close: async () => {},
 };
+
+export function decodeFile(file: string): Chunk {
+  return readPartition(new Uint8Array(readFileSync(file))).chunk;
+}
 
 type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
@@ -262,6 +277,7 @@ export function startFileWorker(log: Logger): PartitionFiles {
       );
     },
     compact: (dir, app, date, parts, crashAt) => call<Partition | null>({ kind: "compact", dir, app, date, parts, crashAt }),
+    decode: (file) => call<PackedChunk>({ kind: "decode", file }).then(unpackChunk),
     close: async () => {
       worker.terminate();
     },

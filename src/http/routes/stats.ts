@@ -82,7 +82,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
     const window = resolveWindow(query.from, query.to, svc.now());
     const filters = parseFilters(query.filter, opts.allowedFilters);
     const key = opts.cache === false ? null : JSON.stringify([app.id, endpoint, window.from, window.to, query.debug ?? false, filters.map((f) => [f.dim, [...f.values].sort()]).sort(), extra]);
-    return runner.run(key, (budget) => fn(runner.context(app.id, app.kind, window, query.debug === true, filters, budget)));
+    return runner.run(key, (budget, reader) => fn(runner.context(app.id, app.kind, window, query.debug === true, filters, budget, reader)));
   };
   const tags = ["stats"];
   return new Elysia({ name: "sextant/routes/stats", prefix: "/api/v1" })

@@ -1,0 +1,72 @@
+import { describe, expect, test } from "bun:test";
+import { EventStore } from "../../src/store/store.ts";
+import { eventsOf, type Chunk } from "../../src/store/chunk.ts";
+import { createLogger } from "../../src/log.ts";
+import { DAY_MS } from "../../src/store/rollups.ts";
+import { QueryRunner } from "../../src/query/runner.ts";
+import { resolveWindow } from "../../src/query/window.ts";
+import { canonical, randomEvents } from "../helpers/events.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+const log = createLogger("silent");
+const START = Date.UTC(2026, 10, 1);
+
+/** A store over a directory of partitions written by another, with a cache of `cacheBytes`. */
+async function storeWithPartitions(cacheBytes: number) {
+  const dir = tempDir("sextant-runner-");
+  const w = new EventStore({ dir, log, cacheBytes: 64 << 20, flushEvents: 1e9 });
+  const evs = randomEvents(7, 6000, { seed: 11, start: START, spanMs: 4 * DAY_MS });
+  w.append(evs);
+  const heads = w.takeHeads();
+  w.finishFlush(heads, await w.writeHeads(heads, 3));
+  await w.close();
+  const s = new EventStore({ dir, log, cacheBytes, flushEvents: 1e9 });
+  const parts = s.open(3).partitions;
+  return { s, evs, parts };
+}
+
+describe("query runner", () => {
+  // Reading partitions that the decoded cache does not hold used to decode them on the
+  // event loop, holding every ingest request for up to the query budget (9 s).
+  test("partitions missing from the cache are decoded off the event loop and pinned: the same events, none decoded inline", async () => {
+    // A cache of one byte keeps only the partition remembered last: every query reads more
+    // than the cache holds.
+    const { s, evs, parts } = await storeWithPartitions(1);
+    expect(parts).toBeGreaterThan(20);
+    const now = START + 5 * DAY_MS;
+    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+    const window = resolveWindow("2026-11-01", "2026-11-05", now);
+    let runs = 0;
+    const seen = await runner.run(null, (budget, reader) => {
+      runs++;
+      const q = runner.context(7, "app", window, false, [], budget, reader);
+      const chunks: Chunk[] = q.chunks(window.startMs, window.endMs);
+      // A second read of the same range in the same query: the pinned chunks, no decode.
+      expect(q.chunks(window.startMs, window.endMs)).toEqual(chunks);
+      return canonical(chunks.flatMap((c) => [...eventsOf(c)]));
+    });
+    expect(seen).toEqual(canonical(evs));
+    expect(runs).toBe(2); // stopped at the first read, then again with everything decoded
+    expect(s.cacheStats().decodedInline).toBe(0);
+    expect(s.cacheStats().files).toBe(1);
+
+    // Without a reader (exports, rollups), chunks() still decodes on the calling thread.
+    s.chunks(7, -Infinity, Infinity);
+    expect(s.cacheStats().decodedInline).toBeGreaterThan(0);
+    await s.close();
+  });
+
+  test("a query whose decoding outlasts its budget answers query_too_heavy; what was decoded stays cached", async () => {
+    const { s, parts } = await storeWithPartitions(64 << 20);
+    const now = START + 5 * DAY_MS;
+    const window = resolveWindow("2026-11-01", "2026-11-05", now);
+    const fn = (budget: Parameters<Parameters<QueryRunner["run"]>[1]>[0], reader: Parameters<Parameters<QueryRunner["run"]>[1]>[1]) =>
+      runner(0).context(7, "app", window, false, [], budget, reader).chunks(window.startMs, window.endMs).length;
+    const runner = (budgetMs: number) => new QueryRunner({ store: s, now: () => now, budgetMs, maxWaiting: 10 });
+    await expect(runner(0).run(null, fn)).rejects.toMatchObject({ code: "query_too_heavy" });
+    expect(s.cacheStats().files).toBeLessThan(parts);
+    expect(await runner(60_000).run(null, fn)).toBe(parts);
+    expect(s.cacheStats()).toMatchObject({ files: parts, decodedInline: 0 });
+    await s.close();
+  });
+});
