@@ -47,7 +47,8 @@ export class QueryRunner {
    * and the decoded cache does not hold are decoded in the partition writer's thread, not
    * on the event loop ingest shares: `fn` stops at the first read of one (NeedDecode), they
    * are decoded meanwhile, and `fn` runs again from the start with them pinned (operators
-   * are pure functions of the chunks). The budget covers the waits and the runs.
+   * are pure functions of the chunks). The budget covers the waits and the runs; while a
+   * query waits, other queries take their turns.
    */
   async run<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => T): Promise<T> {
     const now = this.o.now();
@@ -59,28 +60,41 @@ export class QueryRunner {
       throw new DomainError("unavailable", "too_busy", "Too many statistics queries are running; retry shortly.", 1);
     }
     this.waiting++;
-    // One query at a time: they are CPU-bound, and interleaving would only make each slower.
-    // Each turn starts after the event loop has taken the requests that arrived during the
-    // previous query, so those are counted as waiting (and turned away past the bound).
-    const turn = this.chain.then(() => new Promise<void>((r) => setImmediate(r))).then(async () => {
-      const started = performance.now();
-      const tooHeavy = () => new DomainError("too_heavy", "query_too_heavy", "This query needs more time than its budget; narrow the dates or add filters.");
-      const budget: Budget = {
-        check: () => {
-          if (performance.now() - started > this.o.budgetMs) throw tooHeavy();
-        },
-      };
-      const reader: QueryChunks = { pinned: new Map(), inline: new Set() };
+    const tooHeavy = () => new DomainError("too_heavy", "query_too_heavy", "This query needs more time than its budget; narrow the dates or add filters.");
+    let started = -1;
+    const budget: Budget = {
+      check: () => {
+        if (performance.now() - started > this.o.budgetMs) throw tooHeavy();
+      },
+    };
+    const reader: QueryChunks = { pinned: new Map(), inline: new Set() };
+    // One run of `fn` at a time: they are CPU-bound, and interleaving would only make each
+    // slower. A query waiting for partitions to be decoded holds no turn, so that cheap
+    // queries (live, cached answers) are not held behind it. Each turn starts after the
+    // event loop has taken the requests that arrived during the previous one, so those are
+    // counted as waiting (and turned away past the bound).
+    const attempt = () => {
+      const turn = this.chain
+        .then(() => new Promise<void>((r) => setImmediate(r)))
+        .then((): { value: T } | { need: NeedDecode } => {
+          if (started < 0) started = performance.now();
+          try {
+            return { value: fn(budget, reader) };
+          } catch (e) {
+            if (e instanceof NeedDecode) return { need: e };
+            throw e;
+          }
+        });
+      this.chain = turn.catch(() => undefined);
+      return turn;
+    };
+    const turn = (async () => {
       for (;;) {
-        try {
-          return fn(budget, reader);
-        } catch (e) {
-          if (!(e instanceof NeedDecode)) throw e;
-          if (!(await this.o.store.decodeOffThread(e.parts, reader, started + this.o.budgetMs))) throw tooHeavy();
-        }
+        const r = await attempt();
+        if ("value" in r) return r.value;
+        if (!(await this.o.store.decodeOffThread(r.need.parts, reader, started + this.o.budgetMs))) throw tooHeavy();
       }
-    });
-    this.chain = turn.catch(() => undefined);
+    })();
     try {
       const value = await turn;
       if (key) {

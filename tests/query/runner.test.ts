@@ -69,4 +69,20 @@ describe("query runner", () => {
     expect(s.cacheStats()).toMatchObject({ files: parts, decodedInline: 0 });
     await s.close();
   });
+
+  test("a query waiting for its partitions to be decoded holds no turn: a query that reads nothing to decode answers first", async () => {
+    const { s, evs } = await storeWithPartitions(1);
+    const now = START + 5 * DAY_MS;
+    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+    const window = resolveWindow("2026-11-01", "2026-11-05", now);
+    const order: string[] = [];
+    const heavy = runner
+      .run(null, (budget, reader) => runner.context(7, "app", window, false, [], budget, reader).chunks(window.startMs, window.endMs).reduce((n, c) => n + c.n, 0))
+      .then((n) => (order.push("heavy"), n));
+    const light = runner.run(null, () => 42).then((n) => (order.push("light"), n));
+    expect(await Promise.all([heavy, light])).toEqual([evs.length, 42]);
+    expect(order).toEqual(["light", "heavy"]);
+    await s.close();
+  });
 });
+
