@@ -73,7 +73,8 @@ async function loop() {
     }
     Atomics.store(ctrl, C_DONE, seen);
     Atomics.notify(ctrl, C_DONE);
-    // After the answer: the requests of this commit need not wait for the zeros.
-    seg!.prefill();
+    // After the answer: the requests of this commit need not wait for the zeros. Not when a
+    // roll is asked for: the segment is about to be left (and may be deleted already).
+    if (Atomics.load(ctrl, C_ROLL) === rolls) seg!.prefill();
   }
 }

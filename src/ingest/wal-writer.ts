@@ -53,10 +53,8 @@ export class SegmentFile {
     let result: CommitResult = {};
     try {
       if (this.fd === null || this.needNew || this.size >= SEGMENT_BYTES) result = this.start(firstSeq);
-      let n = 0;
-      for (const f of frames) n += f.length;
-      // Rarely needed: the writer thread fills ahead between commits (prefill).
-      if (this.size + n > this.filled) this.fill(this.size + n + PREFILL_BYTES);
+      // Only the records: zeros are written ahead after the answer (prefill). A commit past
+      // them (the first of a segment, a large one) appends, as without the fill.
       let at = this.size;
       for (const f of frames) {
         let off = 0;
@@ -79,32 +77,26 @@ export class SegmentFile {
 
   /**
    * Zero-fills ahead when less than half of PREFILL_BYTES is left, so that the next
-   * commits write into existing blocks; run between commits. Never throws: a failure only
-   * means plain appends.
+   * commits write into existing blocks; run between commits, after the last one's answer.
+   * Never throws: a failure means plain appends (a full disk) or a new segment (see below).
    */
   prefill(): void {
     if (this.fd === null || this.needNew || this.noPrefill) return;
     if (this.filled - this.size >= PREFILL_BYTES / 2 || this.filled >= SEGMENT_BYTES) return;
     try {
-      this.fill(this.filled + PREFILL_BYTES);
-      fdatasyncSync(this.fd);
-    } catch {
-      this.noPrefill = true;
-    }
-  }
-
-  /** Writes zeros from `filled` up to `end` (not synced: the caller's fdatasync covers them). */
-  private fill(end: number) {
-    if (this.noPrefill) return;
-    try {
+      const end = this.filled + PREFILL_BYTES;
       while (this.filled < end) {
-        const k = writeSync(this.fd!, ZEROS, 0, Math.min(ZEROS.length, end - this.filled), this.filled);
+        const k = writeSync(this.fd, ZEROS, 0, Math.min(ZEROS.length, end - this.filled), this.filled);
         if (k <= 0) throw new Error("short write");
         this.filled += k;
       }
-    } catch {
-      // A full disk: the records may still fit where the zeros did not.
-      this.noPrefill = true;
+      fdatasyncSync(this.fd);
+    } catch (e) {
+      // A full disk: the records may still fit where the zeros did not, so plain appends.
+      // Anything else (EIO): an fdatasync error is reported once, and the next commit's
+      // fdatasync could succeed without seeing it, so the next record goes to a new segment.
+      if ((e as { code?: string }).code === "ENOSPC") this.noPrefill = true;
+      else this.needNew = true;
     }
   }
 
@@ -164,7 +156,8 @@ export class InlineWriter implements WalWriter {
   }
   async commit(frames: Uint8Array[], firstSeq: number) {
     const r = this.seg.commit(frames, firstSeq);
-    this.seg.prefill();
+    // After the answers: the requests of this commit need not wait for the zeros.
+    setImmediate(() => this.seg.prefill());
     return r;
   }
   roll() {

@@ -250,6 +250,8 @@ export function startFileWorker(log: Logger): PartitionFiles {
   }
   let next = 1;
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  /** Set once the thread has failed or been closed: calls are refused at once, never left waiting. */
+  let dead: Error | null = null;
   worker.onmessage = (e: MessageEvent<Reply>) => {
     const w = waiting.get(e.data.id);
     if (!w) return;
@@ -257,12 +259,15 @@ export function startFileWorker(log: Logger): PartitionFiles {
     if (e.data.ok) w.resolve(e.data.value);
     else w.reject(new Error(e.data.error));
   };
-  worker.onerror = (e) => {
-    for (const w of waiting.values()) w.reject(new Error(`partition writer thread failed: ${e.message}`));
+  const fail = (err: Error) => {
+    dead = err;
+    for (const w of waiting.values()) w.reject(err);
     waiting.clear();
   };
+  worker.onerror = (e) => fail(new Error(`partition writer thread failed: ${e.message}`));
   const call = <T>(msg: Record<string, unknown>, transfer: ArrayBuffer[] = []) =>
     new Promise<T>((resolve, reject) => {
+      if (dead) return reject(dead);
       const id = next++;
       waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
       worker.postMessage({ ...msg, id }, transfer);
@@ -280,6 +285,7 @@ export function startFileWorker(log: Logger): PartitionFiles {
     decode: (file) => call<PackedChunk>({ kind: "decode", file }).then(unpackChunk),
     close: async () => {
       worker.terminate();
+      fail(new Error("partition writer thread closed"));
     },
   };
 }

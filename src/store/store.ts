@@ -19,6 +19,9 @@ import type { EventSink, StoredEvent } from "./event.ts";
 import { readPartition } from "./parquet.ts";
 import { startFileWorker, type CompactCrash, type PartitionFiles, type Written } from "./files.ts";
 
+import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";
+import { LiveCounts } from "./live.ts";
+
 /**
  * A query's hold on the partitions it reads (chunks, decodeOffThread): those it has read
  * or had decoded, pinned for its duration, and those to decode on the event loop after
@@ -35,8 +38,6 @@ export class NeedDecode extends Error {
     super(`${parts.length} partitions to decode`);
   }
 }
-import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";
-import { LiveCounts } from "./live.ts";
 
 export interface StoreOptions {
   /** Directory of the partitions (<data>/events). */
@@ -177,8 +178,8 @@ export class EventStore implements EventSink {
     }
     for (const h of heads) {
       this.flushing.delete(h);
-      // Nothing reads the head any more (queries run to the end in one turn of the event
-      // loop; exports copy heads first): its arrays go to the app's next head. Measured
+      // Nothing reads the head any more (each run of a query's operator is one turn of the
+      // event loop, and reads the heads afresh; exports copy heads first): its arrays go to the app's next head. Measured
       // under batch load (page faults per thread from /proc): the event loop's faults fell
       // from 5.3-5.8 to 2.5-3.4 a batch with this and the views posted to the worker,
       // which also ended a 30-40 ms copy per flush.
@@ -245,13 +246,13 @@ export class EventStore implements EventSink {
     return { partitions: this.catalog.plan(app, fromMs, toMs), heads };
   }
 
-  /** The chunks holding an app's events in [fromMs, toMs): decoded partitions and heads. */
   /**
-   * `check` (a query's time budget) may throw while partitions are decoded; those decoded
-   * before it stay in the cache, so a repeated query goes further each time.
+   * The chunks holding an app's events in [fromMs, toMs): decoded partitions and heads.
    * `reader`: a query's own state (see QueryChunks). With it, a partition neither pinned by
    * the query nor in the cache is not decoded here but named in a NeedDecode thrown at the
-   * end, for decodeOffThread.
+   * end, for decodeOffThread. Without it (exports, rollups) partitions are decoded here, and
+   * `check` (a time budget) may throw between columns; those decoded before it stay in the
+   * cache, so asking again goes further each time.
    */
   chunks(app: number, fromMs: number, toMs: number, check?: () => void, reader?: QueryChunks): Chunk[] {
     const out: Chunk[] = [];
@@ -275,33 +276,61 @@ export class EventStore implements EventSink {
     return out;
   }
 
+  /** Decodes under way in the partition writer's thread, by file: queries share them. */
+  private decoding = new Map<string, Promise<Chunk | null>>();
+
   /**
-   * Decodes partition files in the partition writer's thread, one after another, keeping
-   * each in the cache and pinning it for the query (the cache may not hold all of a large
-   * query's partitions at once). A query reading partitions that the cache no longer holds
-   * used to decode them on the event loop: under the ingest bench's load, with more data
-   * than the cache budget, that held every request for up to the 9 s query budget.
-   * Stops asking at `deadline` (performance.now() ms) and answers false. A file that cannot
-   * be decoded there (gone with a compaction, unreadable) is left to the synchronous path,
-   * which plans again and reports errors as before.
+   * Decodes partition files in the partition writer's thread, one after another, pinning
+   * each for the query (the cache may not hold all of a large query's partitions at once).
+   * A query reading partitions that the cache no longer holds used to decode them on the
+   * event loop: under the ingest bench's load, with more data than the cache budget, that
+   * held every request for up to the 9 s query budget. A decode goes into the cache when it
+   * lands, also after the query has given up; queries wanting the same file share one.
+   * Answers false at `deadline` (performance.now() ms), even with a decode under way. A
+   * file that cannot be decoded there (an unreadable file, a thread that failed) is left
+   * to the synchronous path, which reports errors as before.
    */
   async decodeOffThread(parts: Partition[], reader: QueryChunks, deadline: number): Promise<boolean> {
     for (const p of parts) {
-      if (performance.now() > deadline) return false;
-      let chunk: Chunk;
-      try {
-        chunk = await this.files.decode(p.file);
-      } catch {
-        reader.inline.add(p.file);
+      const hit = this.cache.get(p.file)?.chunk;
+      if (hit) {
+        reader.pinned.set(p.file, hit);
         continue;
       }
-      // Superseded while it was decoded (a compaction): not kept; the query plans again.
-      if (!this.catalog.has(p)) continue;
-      const hit = this.cache.get(p.file)?.chunk;
-      if (hit) reader.pinned.set(p.file, hit);
-      else {
-        this.remember(p.file, chunk);
-        reader.pinned.set(p.file, chunk);
+      const wait = deadline - performance.now();
+      if (wait <= 0) return false;
+      let pending = this.decoding.get(p.file);
+      if (!pending) {
+        pending = this.files.decode(p.file).then(
+          (chunk) => {
+            // Superseded while it was decoded (a compaction): not kept; the query plans again.
+            if (!this.catalog.has(p)) return null;
+            const cached = this.cache.get(p.file)?.chunk;
+            if (cached) return cached;
+            this.remember(p.file, chunk);
+            return chunk;
+          },
+          (e: Error) => {
+            this.o.log.warn("store: a partition could not be decoded off the event loop; decoding it inline", { file: p.file.slice(this.o.dir.length + 1), error: e.message });
+            throw e;
+          },
+        );
+        this.decoding.set(p.file, pending);
+        void pending.then(
+          () => this.decoding.delete(p.file),
+          () => this.decoding.delete(p.file),
+        );
+      }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), wait)));
+      try {
+        const chunk = await Promise.race([pending, late]);
+        if (chunk === "late") return false;
+        if (chunk) reader.pinned.set(p.file, chunk);
+      } catch {
+        reader.inline.add(p.file);
+      } finally {
+        clearTimeout(timer);
       }
     }
     return true;
