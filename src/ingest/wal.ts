@@ -249,7 +249,7 @@ export class Wal {
         // Back to back, after the requests that came in meanwhile have run and joined it.
         // Commits used to be spaced 1 ms apart, so that each carried more records: with 64
         // connections waiting on commits the core then sat idle 20% of the time under web
-        // events (23,600-24,200 events/s against 26,500-27,200 back to back, 3 alternated
+        // events (23,400-24,200 events/s against 26,500-27,200 back to back, 3 alternated
         // pairs, 2026-11-22), and batches, which keep the core busy, gained nothing from it.
         await new Promise<void>((r) => setImmediate(r));
       }

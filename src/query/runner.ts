@@ -88,7 +88,7 @@ export class QueryRunner {
       this.chain = turn.catch(() => undefined);
       return turn;
     };
-    const turn = (async () => {
+    const answer = (async () => {
       for (;;) {
         const r = await attempt();
         if ("value" in r) return r.value;
@@ -96,7 +96,7 @@ export class QueryRunner {
       }
     })();
     try {
-      const value = await turn;
+      const value = await answer;
       if (key) {
         if (this.cache.size > 5000) this.cache.clear();
         this.cache.set(key, { at: this.o.now(), value });

@@ -194,9 +194,9 @@ export function packWritten(ws: Written[]): { value: (Partition & { decoded?: Pa
   const transfer: ArrayBuffer[] = [];
   const value = ws.map(({ decoded, ...p }) => {
     if (!decoded) return p;
-    const packed = packChunk(decoded, true);
-    transfer.push(...buffersOf(packed));
-    return { ...p, decoded: packed };
+    const packed = packOwned(decoded);
+    transfer.push(...packed.transfer);
+    return { ...p, decoded: packed.value };
   });
   return { value, transfer: [...new Set(transfer)] };
 }

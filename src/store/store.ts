@@ -18,7 +18,6 @@ import { chunkBytes, eventsOf, HeadChunk, type Chunk, type NumberProp, type Stri
 import type { EventSink, StoredEvent } from "./event.ts";
 import { readPartition } from "./parquet.ts";
 import { startFileWorker, type CompactCrash, type PartitionFiles, type Written } from "./files.ts";
-
 import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";
 import { LiveCounts } from "./live.ts";
 
@@ -179,8 +178,8 @@ export class EventStore implements EventSink {
     for (const h of heads) {
       this.flushing.delete(h);
       // Nothing reads the head any more (each run of a query's operator is one turn of the
-      // event loop, and reads the heads afresh; exports copy heads first): its arrays go to the app's next head. Measured
-      // under batch load (page faults per thread from /proc): the event loop's faults fell
+      // event loop, and reads the heads afresh; exports copy heads first): its arrays go to
+      // the app's next head. Measured under batch load (page faults per thread from /proc): the event loop's faults fell
       // from 5.3-5.8 to 2.5-3.4 a batch with this and the views posted to the worker,
       // which also ended a 30-40 ms copy per flush.
       if (h.n >= (this.o.poolMinEvents ?? 65_536)) this.pool.set(h.app, { head: h, gen: this.flushGen });
