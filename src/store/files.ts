@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { Logger } from "../log.ts";
 import { dateDir, partitionName, type Partition } from "./catalog.ts";
 import { CTX_DIMS, Dict, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
+import { FRESH, type Scratch } from "./scratch.ts";
 import { FLUSH_ZSTD_LEVEL, readPartition, writePartition, type RowSource } from "./parquet.ts";
 import { dayOf, dayText, DAY_MS } from "./rollups.ts";
 import { writeAtomic } from "./atomic.ts";
@@ -28,13 +29,14 @@ export interface PartitionFiles {
 }
 
 /** Writes each head as one file per UTC hour; on failure removes what it wrote. */
-export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Written[] {
+/** `scratch`: the partition writer's pool (scratch.ts); each file is on disk before the next is built. */
+export function writeHeadFiles(dir: string, heads: Chunk[], tag: number, scratch: Scratch = FRESH): Written[] {
   const written: Written[] = [];
   try {
     for (const h of heads) {
       // Group rows, and each property's entries, by UTC hour: one pass over each.
-      const hourOf = new Float64Array(h.n);
-      const byHour = rowsByHour(h, hourOf);
+      const hourOf = scratch.f64("head.hourOf", h.n);
+      const byHour = rowsByHour(h, hourOf, scratch);
       const props = new Map<number, { sp: Map<string, StringProp>; np: Map<string, NumberProp> }>();
       const bucket = (hour: number) => props.get(hour) ?? props.set(hour, { sp: new Map(), np: new Map() }).get(hour)!;
       // Positions j of a property column, grouped by the hour of their row.
@@ -46,13 +48,15 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
         }
         return parts;
       };
-      // One hour (the common case: heads flush by size): each property column as it is.
+      // One hour (the common case: heads flush by size): each property column as it is,
+      // a view of the head's own arrays (writePartition only reads them).
       // Otherwise plain loops: TypedArray.from with a mapping function calls it through
       // the iterator protocol, and cost a fifth of a flush of a million events.
       const oneHour = byHour.size === 1 ? [...byHour.keys()][0]! : null;
       for (const [key, p] of h.sp) {
         if (oneHour !== null) {
-          bucket(oneHour).sp.set(key, { n: p.n, rows: p.rows.slice(0, p.n), codes: Uint32Array.from(p.codes.subarray(0, p.n)), dict: p.dict });
+          const codes = p.codes instanceof Uint32Array ? p.codes.subarray(0, p.n) : Uint32Array.from(p.codes.subarray(0, p.n));
+          bucket(oneHour).sp.set(key, { n: p.n, rows: p.rows.subarray(0, p.n), codes, dict: p.dict });
           continue;
         }
         for (const [hour, js] of propsByHour(p.rows, p.n)) {
@@ -61,7 +65,7 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
       }
       for (const [key, p] of h.np) {
         if (oneHour !== null) {
-          bucket(oneHour).np.set(key, { n: p.n, rows: p.rows.slice(0, p.n), vals: p.vals.slice(0, p.n) });
+          bucket(oneHour).np.set(key, { n: p.n, rows: p.rows.subarray(0, p.n), vals: p.vals.subarray(0, p.n) });
           continue;
         }
         for (const [hour, js] of propsByHour(p.rows, p.n)) {
@@ -73,7 +77,7 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
         const date = dayText(dayOf(start));
         const hh = new Date(start).getUTCHours();
         const file = join(dateDir(dir, h.app, date), partitionName(hh, tag));
-        const { bytes, chunk } = writePartition([{ chunk: h, rows, props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag }, { decoded: true, level: FLUSH_ZSTD_LEVEL });
+        const { bytes, chunk } = writePartition([{ chunk: h, rows, props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag }, { decoded: true, level: FLUSH_ZSTD_LEVEL, scratch });
         // Tags are unique per checkpoint: an existing file would mean overwriting events.
         if (existsSync(file)) throw new Error(`partition ${file} exists already`);
         writeAtomic(file, bytes);
@@ -91,7 +95,7 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number): Writte
  * Each hour's rows, and each row's hour in `hourOf`. A head flushed by size mostly spans
  * one hour: its rows are then all of them, without a push per row into a growing list.
  */
-function rowsByHour(h: Chunk, hourOf: Float64Array): Map<number, Uint32Array> {
+function rowsByHour(h: Chunk, hourOf: Float64Array, scratch: Scratch): Map<number, Uint32Array> {
   let single = true;
   const first = h.n ? Math.floor(h.ts[0]! / 3_600_000) : 0;
   for (let i = 0; i < h.n; i++) {
@@ -101,7 +105,7 @@ function rowsByHour(h: Chunk, hourOf: Float64Array): Map<number, Uint32Array> {
   }
   const byHour = new Map<number, Uint32Array>();
   if (single) {
-    const all = new Uint32Array(h.n);
+    const all = scratch.u32("head.rows", h.n);
     for (let i = 0; i < h.n; i++) all[i] = i;
     if (h.n) byHour.set(first, all);
     return byHour;

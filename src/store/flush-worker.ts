@@ -3,8 +3,20 @@
 
 import { compactFiles, decodeFile, packOwned, packWritten, unpackChunk, writeHeadFiles, type packChunk } from "./files.ts";
 import type { Partition } from "./catalog.ts";
+import { Scratch } from "./scratch.ts";
 
 declare const self: Worker;
+
+/**
+ * Flushes' working arrays, kept between flushes (scratch.ts): up to 256 MiB, about what a
+ * flush of a million and a half events uses. That memory was in use during every flush
+ * before too; what changes is that it stays mapped between flushes while they keep coming
+ * (the runtime headroom of docs/storage.md covers it). Let go after a minute without one.
+ */
+const SCRATCH_BYTES = 256 * 1024 * 1024;
+const SCRATCH_IDLE_MS = 60_000;
+const scratch = new Scratch(SCRATCH_BYTES);
+let idle: ReturnType<typeof setTimeout> | undefined;
 
 self.onmessage = (e: MessageEvent) => {
   const m = e.data as
@@ -14,7 +26,10 @@ self.onmessage = (e: MessageEvent) => {
   try {
     if (m.kind === "flush") {
       // The partitions' decoded chunks go back with them, their buffers handed over.
-      const { value, transfer } = packWritten(writeHeadFiles(m.dir, m.heads.map(unpackChunk), m.tag));
+      clearTimeout(idle);
+      const { value, transfer } = packWritten(writeHeadFiles(m.dir, m.heads.map(unpackChunk), m.tag, scratch));
+      scratch.measure();
+      idle = setTimeout(() => scratch.release(), SCRATCH_IDLE_MS);
       self.postMessage({ id: m.id, ok: true, value }, transfer);
     } else if (m.kind === "decode") {
       // The columns go back with their buffers handed over.

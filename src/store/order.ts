@@ -4,6 +4,7 @@
 // so the sort is over contexts, not rows.
 
 import type { Chunk } from "./chunk.ts";
+import { FRESH, type Scratch } from "./scratch.ts";
 
 /** Rows of chunks to order: `rows` lists the rows of `chunk` taken, in input order. */
 export interface OrderSource {
@@ -16,9 +17,9 @@ export interface OrderSource {
  * ordered by (session, ts), ties by position, with what was built on the way: each
  * position's source, row, time and group (a source's context, numbered after the
  * contexts of the sources before it), the positions grouped by group, and the groups
- * used, in session order.
+ * used, in session order. With a `scratch`, the arrays returned are its views (scratch.ts).
  */
-export function sessionTimeOrder(sources: OrderSource[]) {
+export function sessionTimeOrder(sources: OrderSource[], scratch: Scratch = FRESH) {
   // Order: (session, ts) over all sources, ties in source then row order. Rows come
   // grouped by context (one session's values), so the sort is over contexts, not rows:
   // sorting a million rows with a comparator was the largest cost of a flush.
@@ -31,8 +32,8 @@ export function sessionTimeOrder(sources: OrderSource[]) {
     nctx += s.chunk.nctx;
   }
   // Rows of each (source, context), in input order (counting sort).
-  const groupOf = new Uint32Array(total);
-  const groupStart = new Uint32Array(nctx + 1);
+  const groupOf = scratch.u32("order.groupOf", total);
+  const groupStart = scratch.u32("order.groupStart", nctx + 1, true);
   let k = 0;
   sources.forEach((s, si) => {
     const ctx = s.chunk.ctx;
@@ -43,13 +44,14 @@ export function sessionTimeOrder(sources: OrderSource[]) {
     }
   });
   for (let g = 0; g < nctx; g++) groupStart[g + 1]! += groupStart[g]!;
-  const members = new Uint32Array(total); // input positions, grouped
-  const fill = groupStart.slice(0, nctx);
+  const members = scratch.u32("order.members", total); // input positions, grouped
+  const fill = scratch.u32("order.fill", nctx);
+  fill.set(groupStart.subarray(0, nctx));
   for (let i = 0; i < total; i++) members[fill[groupOf[i]!]!++] = i;
   // Input position -> (source, row) and each row's time.
-  const src = new Uint16Array(total);
-  const row = new Uint32Array(total);
-  const ts = new Float64Array(total);
+  const src = scratch.u16("order.src", total);
+  const row = scratch.u32("order.row", total);
+  const ts = scratch.f64("order.ts", total);
   k = 0;
   sources.forEach((s, si) => {
     for (let j = 0; j < s.rows.length; j++) {
@@ -58,14 +60,14 @@ export function sessionTimeOrder(sources: OrderSource[]) {
       ts[k++] = s.chunk.ts[s.rows[j]!]!;
     }
   });
-  const sessionOfGroup = new Float64Array(nctx);
+  const sessionOfGroup = scratch.f64("order.sessionOfGroup", nctx);
   const used: number[] = [];
   sources.forEach((s, si) => {
     for (let x = 0; x < s.chunk.nctx; x++) sessionOfGroup[ctxBase[si]! + x] = s.chunk.session[x]!;
   });
   for (let g = 0; g < nctx; g++) if (groupStart[g + 1]! > groupStart[g]!) used.push(g);
   used.sort((a, b) => sessionOfGroup[a]! - sessionOfGroup[b]! || a - b);
-  const order = new Uint32Array(total);
+  const order = scratch.u32("order.order", total);
   let o = 0;
   for (let u = 0; u < used.length; ) {
     // One session's contexts: used[u .. v).

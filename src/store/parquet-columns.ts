@@ -10,6 +10,7 @@ import { writeRleBitPackedHybrid } from "hyparquet-writer/src/encoding.js";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
 import { deltaBinaryPack } from "hyparquet-writer/src/delta.js";
 import { writeMetadata } from "hyparquet-writer/src/metadata.js";
+import { FRESH, type Scratch } from "./scratch.ts";
 
 export type ColumnValues =
   | {
@@ -30,11 +31,12 @@ export type ColumnValues =
 
 const enc = new TextEncoder();
 
-export function writeColumns(rows: number, cols: ColumnValues[], kv: { key: string; value: string }[], compress: (b: Uint8Array) => Uint8Array): Uint8Array {
-  const w = new ByteWriter();
+/** With a `scratch` pool the bytes returned are its view: they hold until its next use. */
+export function writeColumns(rows: number, cols: ColumnValues[], kv: { key: string; value: string }[], compress: (b: Uint8Array) => Uint8Array, scratch: Scratch = FRESH): Uint8Array {
+  const w = scratch.writer("file");
   w.appendUint32(0x31524150); // PAR1
   const chunks: unknown[] = [];
-  for (const c of cols) chunks.push(writeColumn(w, c, rows, compress));
+  for (const c of cols) chunks.push(writeColumn(w, c, rows, compress, scratch));
   const schema = [
     { name: "root", num_children: cols.length },
     ...cols.map((c) => {
@@ -158,8 +160,8 @@ function bitWidth(max: number): number {
 }
 
 /** Definition levels (v1 page): u32 byte length, then RLE/bit-packed 0/1. */
-function defLevels(body: ByteWriter, present: Uint8Array, rows: number) {
-  const levels = new ByteWriter();
+function defLevels(body: ByteWriter, present: Uint8Array, rows: number, scratch: Scratch) {
+  const levels = scratch.writer("levels");
   writeRleBitPackedHybrid(levels, present.subarray(0, rows), 1);
   const bytes = levels.getBytes();
   body.appendUint32(bytes.length);
@@ -171,10 +173,10 @@ function defLevels(body: ByteWriter, present: Uint8Array, rows: number) {
  * row's code as an index into them. In a function of its own: inside writeColumn's large
  * body the engine left this loop (one pass per string column per row) unoptimised.
  */
-function localCodes(codes: ArrayLike<number>, present: Uint8Array | undefined, rows: number, nulls: number, nvalues: number): { idx: Uint32Array; used: number[] } {
+function localCodes(codes: ArrayLike<number>, present: Uint8Array | undefined, rows: number, nulls: number, nvalues: number, scratch: Scratch): { idx: Uint32Array; used: number[] } {
   const local = new Int32Array(nvalues).fill(-1);
   const used: number[] = [];
-  const idx = new Uint32Array(rows - nulls);
+  const idx = scratch.u32("column.idx", rows - nulls);
   let k = 0;
   for (let i = 0; i < rows; i++) {
     if (present && !present[i]) continue;
@@ -202,10 +204,10 @@ function allValues(src: Float64Array, rows: number) {
 }
 
 /** The values of the rows present, in order. */
-function presentValues(src: Float64Array, present: Uint8Array, rows: number, nulls: number) {
+function presentValues(src: Float64Array, present: Uint8Array, rows: number, nulls: number, scratch: Scratch) {
   let min = Infinity;
   let max = -Infinity;
-  const vals = new Float64Array(rows - nulls);
+  const vals = scratch.f64("column.vals", rows - nulls);
   let k = 0;
   for (let i = 0; i < rows; i++) {
     if (!present[i]) continue;
@@ -227,22 +229,22 @@ function constantRun(body: ByteWriter, rows: number) {
   else writeRleBitPackedHybrid(body, new Uint32Array(rows), 0);
 }
 
-function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b: Uint8Array) => Uint8Array) {
+function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b: Uint8Array) => Uint8Array, scratch: Scratch) {
   const start = w.offset;
   let uncompressed = 0;
   let dictionary_page_offset: bigint | undefined;
   let nulls = 0;
   let statistics: Record<string, unknown> | undefined;
   const encodings: string[] = [];
-  const body = new ByteWriter();
+  const body = scratch.writer("body");
   const present = "present" in c ? c.present : undefined;
   if (present) {
     for (let i = 0; i < rows; i++) if (!present[i]) nulls++;
-    defLevels(body, present, rows);
+    defLevels(body, present, rows, scratch);
   }
   let encoding: string;
   if (c.kind === "codes") {
-    const { idx, used } = c.local ?? localCodes(c.codes, present, rows, nulls, c.values.length);
+    const { idx, used } = c.local ?? localCodes(c.codes, present, rows, nulls, c.values.length, scratch);
     const dict = new ByteWriter();
     let min: string | undefined;
     let max: string | undefined;
@@ -269,12 +271,12 @@ function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b:
     encoding = "RLE_DICTIONARY";
     if (min !== undefined) statistics = { min_value: min, max_value: max, null_count: BigInt(nulls) };
   } else if (c.kind === "f64") {
-    const { vals, k, min, max } = present ? presentValues(c.vals, present, rows, nulls) : allValues(c.vals, rows);
+    const { vals, k, min, max } = present ? presentValues(c.vals, present, rows, nulls, scratch) : allValues(c.vals, rows);
     body.appendBytes(new Uint8Array(vals.buffer, vals.byteOffset, k * 8));
     encoding = "PLAIN";
     if (k) statistics = { min_value: min, max_value: max, null_count: BigInt(nulls) };
   } else if (c.kind === "bool") {
-    const levels = new ByteWriter();
+    const levels = scratch.writer("levels");
     writeRleBitPackedHybrid(levels, c.vals.subarray(0, rows), 1);
     const b = levels.getBytes();
     body.appendUint32(b.length);

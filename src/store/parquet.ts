@@ -23,6 +23,7 @@ import { getSchemaPath } from "hyparquet/src/schema.js";
 import { CTX_DIMS, Dict, narrow, type Chunk, type CtxDim, type NumberProp, type StringProp } from "./chunk.ts";
 import { writeColumns, type ColumnValues } from "./parquet-columns.ts";
 import { sessionTimeOrder } from "./order.ts";
+import { FRESH, type Scratch } from "./scratch.ts";
 import { STRING_DIMS } from "./event.ts";
 
 /** zstd level of day files (compaction), which are kept: smaller files, slower to write. */
@@ -139,16 +140,18 @@ function rowColumns(
   chunks: Chunk[],
   nameM: Merged,
   pathM: Merged,
+  scratch: Scratch,
 ) {
   const total = order.length;
+  // ts, name and pathname end up in the decoded chunk: never scratch.
   const out = {
     ts: new Float64Array(total),
-    session: new Float64Array(total),
-    visitor: new Float64Array(total),
-    debug: new Uint8Array(total),
+    session: scratch.f64("rows.session", total),
+    visitor: scratch.f64("rows.visitor", total),
+    debug: scratch.u8("rows.debug", total),
     name: new Uint32Array(total),
     pathname: new Uint32Array(total),
-    group: new Uint32Array(total),
+    group: scratch.u32("rows.group", total),
     minTs: Infinity,
     maxTs: -Infinity,
   };
@@ -189,9 +192,13 @@ function rowColumns(
 export function writePartition(
   sources: RowSource[],
   meta: Omit<PartitionMeta, "version" | "rows" | "minTs" | "maxTs">,
-  opts: { decoded?: boolean; level?: number } = {},
+  opts: { decoded?: boolean; level?: number; scratch?: Scratch } = {},
 ): { bytes: Uint8Array; meta: PartitionMeta; chunk?: Chunk } {
-  const { total, nctx, ctxBase, groupOf, groupStart, members, src, row, ts, used, order } = sessionTimeOrder(sources);
+  // With a scratch pool (the partition writer's thread), the working arrays are its views
+  // and so are the returned bytes: they hold until the next write with the same pool. The
+  // decoded chunk never holds a view of it (it goes to another thread, and into the cache).
+  const scratch = opts.scratch ?? FRESH;
+  const { total, nctx, ctxBase, groupOf, groupStart, members, src, row, ts, used, order } = sessionTimeOrder(sources, scratch);
 
   // Per column: one merged dictionary; each source's codes are remapped into it once.
   const merged = (name: "name" | "pathname" | CtxDim): Merged => ({
@@ -210,7 +217,7 @@ export function writePartition(
   for (const d of CTX_DIMS) {
     remapGroups(usedArr, srcOfGroup, Uint32Array.from(ctxBase), sources.map((s) => s.chunk.dims[d]), dimM[d], groupDims[d]);
   }
-  const rc = rowColumns(order, src, row, groupOf, Uint32Array.from(ctxBase), ts, sources.map((s) => s.chunk), nameM, pathM);
+  const rc = rowColumns(order, src, row, groupOf, Uint32Array.from(ctxBase), ts, sources.map((s) => s.chunk), nameM, pathM, scratch);
   const { minTs, maxTs } = rc;
   // A context dimension's file codes, worked out per context rather than per row: most
   // dimensions hold one value in a file (an app's events have no referrer, a web site's no
@@ -237,7 +244,7 @@ export function writePartition(
   }
 
   // Properties: position of each output row, then one sparse column per key.
-  const outPos = new Uint32Array(total);
+  const outPos = scratch.u32("write.outPos", total);
   for (let o = 0; o < total; o++) outPos[order[o]!] = o;
   const base: number[] = [];
   let acc = 0;
@@ -248,9 +255,9 @@ export function writePartition(
   // Chunk row -> position among the source's rows. Dense when the rows are most of the
   // chunk (compaction); a map when they are a slice of it (one hour of a head), since a
   // dense array per hour would cost the whole head each time.
-  const rowMaps = sources.map((s): { get(row: number): number } => {
+  const rowMaps = sources.map((s, si): { get(row: number): number } => {
     if (s.rows.length * 4 >= s.chunk.n) {
-      const m = new Int32Array(s.chunk.n).fill(-1);
+      const m = scratch.i32(`write.rowMap${si}`, s.chunk.n).fill(-1);
       for (let j = 0; j < s.rows.length; j++) m[s.rows[j]!] = j;
       return { get: (r) => m[r]! };
     }
@@ -267,14 +274,18 @@ export function writePartition(
   const kept = new Set([...freq.entries()].sort((a, b) => b[1] - a[1]).slice(0, MAX_PROP_COLUMNS).map(([k]) => k));
   const spCols = new Map<string, { present: Uint8Array; codes: Uint32Array; dict: Dict }>();
   const npCols = new Map<string, { present: Uint8Array; vals: Float64Array }>();
-  const overflow: (Record<string, string | number> | null)[] = new Array(total).fill(null);
+  // Only when some key is past the column limit (a million-entry array otherwise).
+  let overflow: (Record<string, string | number> | null)[] | null = null;
   let anyOverflow = false;
   sources.forEach((s, si) => {
     const m = rowMaps[si]!;
     for (const [key, p] of propsOf(s).sp) {
       const col = `sp.${key}`;
       let out = spCols.get(key);
-      if (!out && kept.has(col)) spCols.set(key, (out = { present: new Uint8Array(total), codes: new Uint32Array(total), dict: new Dict() }));
+      if (!out && kept.has(col)) {
+        const k = spCols.size;
+        spCols.set(key, (out = { present: scratch.u8(`write.sp${k}.present`, total, true), codes: scratch.u32(`write.sp${k}.codes`, total, true), dict: new Dict() }));
+      }
       // The source's codes remapped into the column's dictionary once each (no string
       // lookup per entry).
       const remap = new Int32Array(p.dict.size).fill(-1);
@@ -290,7 +301,7 @@ export function writePartition(
           out.codes[o] = code;
         } else {
           const v = p.dict.values[sc]!;
-          (overflow[o] ??= {})[`s:${key}`] = v;
+          ((overflow ??= new Array(total).fill(null))[o] ??= {})[`s:${key}`] = v;
           anyOverflow = true;
         }
       }
@@ -298,7 +309,10 @@ export function writePartition(
     for (const [key, p] of propsOf(s).np) {
       const col = `np.${key}`;
       let out = npCols.get(key);
-      if (!out && kept.has(col)) npCols.set(key, (out = { present: new Uint8Array(total), vals: new Float64Array(total) }));
+      if (!out && kept.has(col)) {
+        const k = npCols.size;
+        npCols.set(key, (out = { present: scratch.u8(`write.np${k}.present`, total, true), vals: scratch.f64(`write.np${k}.vals`, total, true) }));
+      }
       for (let j = 0; j < p.n; j++) {
         const local = m.get(p.rows[j]!);
         if (local < 0) continue;
@@ -307,7 +321,7 @@ export function writePartition(
           out.present[o] = 1;
           out.vals[o] = p.vals[j]!;
         } else {
-          (overflow[o] ??= {})[`n:${key}`] = p.vals[j]!;
+          ((overflow ??= new Array(total).fill(null))[o] ??= {})[`n:${key}`] = p.vals[j]!;
           anyOverflow = true;
         }
       }
@@ -316,11 +330,11 @@ export function writePartition(
   for (const [key, c] of spCols) cols.push({ kind: "codes", name: `sp.${key}`, codes: c.codes, values: c.dict.values, present: c.present });
   for (const [key, c] of npCols) cols.push({ kind: "f64", name: `np.${key}`, vals: c.vals, present: c.present });
   let overflowCol: RowColumns["overflow"] = null;
-  if (anyOverflow) {
+  if (anyOverflow && overflow) {
     const dict = new Dict();
     const present = new Uint8Array(total);
     const codes = new Uint32Array(total);
-    overflow.forEach((o, i) => {
+    (overflow as (Record<string, string | number> | null)[]).forEach((o, i) => {
       if (!o) return;
       present[i] = 1;
       codes[i] = dict.code(JSON.stringify(o));
@@ -330,7 +344,7 @@ export function writePartition(
   }
 
   const full: PartitionMeta = { version: 1, ...meta, rows: total, minTs: total ? minTs : 0, maxTs: total ? maxTs : 0 };
-  const bytes = writeColumns(total, cols, [{ key: "sextant", value: JSON.stringify(full) }], zstdAt(opts.level ?? ZSTD_LEVEL));
+  const bytes = writeColumns(total, cols, [{ key: "sextant", value: JSON.stringify(full) }], zstdAt(opts.level ?? ZSTD_LEVEL), scratch);
   if (!opts.decoded) return { bytes, meta: full };
   // The same chunk reading the file back would give, from the columns at hand.
   const chunk = chunkFromRows({
@@ -348,7 +362,7 @@ export function writePartition(
     np: [...npCols].map(([k, c]) => [k, { vals: c.vals, present: c.present }]),
     overflow: overflowCol,
     group: rc.group,
-  });
+  }, scratch);
   return { bytes, meta: full, chunk };
 }
 
@@ -524,7 +538,7 @@ export interface RowColumns {
  * just written (a flush hands its partitions to the cache this way, so the first query
  * after it does not decode them again on the event loop).
  */
-export function chunkFromRows(r: RowColumns): Chunk {
+export function chunkFromRows(r: RowColumns, scratch: Scratch = FRESH): Chunk {
   const { n } = r;
   const sessionRow = r.session;
   const visitorRow = r.visitor;
@@ -534,7 +548,7 @@ export function chunkFromRows(r: RowColumns): Chunk {
   const path = r.pathname;
   const ts = r.ts;
   // Contexts: consecutive rows (sorted by session) with the same values share one.
-  const ctx32 = new Uint32Array(n);
+  const ctx32 = scratch.u32("chunk.ctx", n);
   let nctx = 0;
   const ctxRow: number[] = [];
   const group = r.group;
@@ -563,7 +577,8 @@ export function chunkFromRows(r: RowColumns): Chunk {
     }
     ctx32[i] = nctx - 1;
   }
-  const ctx = narrow(ctx32, nctx);
+  // narrow() keeps a Uint32Array as it is, which must not be the scratch's view.
+  const ctx = nctx >= 65536 && scratch !== FRESH ? ctx32.slice() : narrow(ctx32, nctx);
   const ctxStart = new Uint32Array(nctx + 1);
   for (let c = 0; c < nctx; c++) ctxStart[c] = ctxRow[c]!;
   ctxStart[nctx] = n;
