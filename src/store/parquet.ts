@@ -284,10 +284,11 @@ export function writePartition(
       let out = spCols.get(key);
       if (!out && kept.has(col)) {
         const k = spCols.size;
-        spCols.set(key, (out = { present: scratch.u8(`write.sp${k}.present`, total, true), codes: scratch.u32(`write.sp${k}.codes`, total, true), dict: new Dict() }));
+        spCols.set(key, (out = { present: scratch.u8(`write.sp${k}.present`, total, true), codes: scratch.u32(`write.sp${k}.codes`, total), dict: new Dict() }));
       }
       // The source's codes remapped into the column's dictionary once each (no string
-      // lookup per entry).
+      // lookup per entry). Codes and values are read only where `present` is set, so only
+      // `present` needs zeros when the arrays come from the scratch pool.
       const remap = new Int32Array(p.dict.size).fill(-1);
       for (let j = 0; j < p.n; j++) {
         const local = m.get(p.rows[j]!);
@@ -311,7 +312,7 @@ export function writePartition(
       let out = npCols.get(key);
       if (!out && kept.has(col)) {
         const k = npCols.size;
-        npCols.set(key, (out = { present: scratch.u8(`write.np${k}.present`, total, true), vals: scratch.f64(`write.np${k}.vals`, total, true) }));
+        npCols.set(key, (out = { present: scratch.u8(`write.np${k}.present`, total, true), vals: scratch.f64(`write.np${k}.vals`, total) }));
       }
       for (let j = 0; j < p.n; j++) {
         const local = m.get(p.rows[j]!);
