@@ -39,7 +39,15 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
       now,
     );
     const memory = config.memoryMb * 1024 * 1024;
-    const store = new EventStore({ dir: join(config.dataDir, "events"), log, cacheBytes: Math.floor(memory * 0.6), flushEvents: config.flushEvents });
+    // The partition writer may keep up to an eighth of the memory (at most 256 MiB) of its
+    // working arrays between flushes, taken from the cache's 60% (docs/storage.md).
+    const store = new EventStore({
+      dir: join(config.dataDir, "events"),
+      log,
+      cacheBytes: Math.floor(memory * 0.6),
+      scratchBytes: Math.min(256 * 1024 * 1024, Math.floor(memory / 8)),
+      flushEvents: config.flushEvents,
+    });
     const ingest = new Ingest({
       db,
       log,

@@ -26,10 +26,14 @@ export interface PartitionFiles {
   /** A partition file's columns, as readPartition gives them. */
   decode(file: string): Promise<Chunk>;
   close(): Promise<void>;
+  /** Bytes of working arrays the writer keeps between flushes (scratch.ts), as last reported. */
+  scratchHeld(): number;
 }
 
-/** Writes each head as one file per UTC hour; on failure removes what it wrote. */
-/** `scratch`: the partition writer's pool (scratch.ts); each file is on disk before the next is built. */
+/**
+ * Writes each head as one file per UTC hour; on failure removes what it wrote. `scratch`:
+ * the partition writer's pool (scratch.ts); each file is on disk before the next is built.
+ */
 export function writeHeadFiles(dir: string, heads: Chunk[], tag: number, scratch: Scratch = FRESH): Written[] {
   const written: Written[] = [];
   try {
@@ -236,15 +240,18 @@ export const inlineFiles: PartitionFiles = {
   compact: async (dir, app, date, parts, crashAt) => compactFiles(dir, app, date, parts, crashAt),
   decode: async (file) => decodeFile(file),
   close: async () => {},
+  scratchHeld: () => 0,
 };
 
 export function decodeFile(file: string): Chunk {
   return readPartition(new Uint8Array(readFileSync(file))).chunk;
 }
 
-type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
+/** `scratch`: the thread's pooled bytes, sent after each flush and when the pool is let go (id 0). */
+type Reply = ({ id: number; ok: true; value: unknown } | { id: number; ok: false; error: string }) & { scratch?: number };
 
-export function startFileWorker(log: Logger): PartitionFiles {
+/** `scratchBytes`: the most the thread keeps between flushes (0: nothing, as the inline writer). */
+export function startFileWorker(log: Logger, scratchBytes = 0): PartitionFiles {
   let worker: Worker;
   try {
     worker = new Worker(new URL("./flush-worker.ts", import.meta.url).href);
@@ -256,7 +263,9 @@ export function startFileWorker(log: Logger): PartitionFiles {
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   /** Set once the thread has failed or been closed: calls are refused at once, never left waiting. */
   let dead: Error | null = null;
+  let scratchHeld = 0;
   worker.onmessage = (e: MessageEvent<Reply>) => {
+    if (e.data.scratch !== undefined) scratchHeld = e.data.scratch;
     const w = waiting.get(e.data.id);
     if (!w) return;
     waiting.delete(e.data.id);
@@ -281,7 +290,7 @@ export function startFileWorker(log: Logger): PartitionFiles {
       // packChunk posts views of the heads' shared arrays (queries go on reading them
       // meanwhile); anything it copies is handed over, not copied a second time.
       const packed = heads.map((h) => packChunk(h));
-      return call<(Partition & { decoded?: PackedChunk })[]>({ kind: "flush", dir, tag, heads: packed }, packed.flatMap(buffersOf)).then((ws) =>
+      return call<(Partition & { decoded?: PackedChunk })[]>({ kind: "flush", dir, tag, heads: packed, scratchBytes }, packed.flatMap(buffersOf)).then((ws) =>
         ws.map(({ decoded, ...p }) => (decoded ? { ...p, decoded: unpackChunk(decoded) } : p)),
       );
     },
@@ -291,5 +300,6 @@ export function startFileWorker(log: Logger): PartitionFiles {
       worker.terminate();
       fail(new Error("partition writer thread closed"));
     },
+    scratchHeld: () => (dead ? 0 : scratchHeld),
   };
 }

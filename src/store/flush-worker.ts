@@ -8,29 +8,37 @@ import { Scratch } from "./scratch.ts";
 declare const self: Worker;
 
 /**
- * Flushes' working arrays, kept between flushes (scratch.ts): up to 256 MiB, about what a
- * flush of a million and a half events uses. That memory was in use during every flush
- * before too; what changes is that it stays mapped between flushes while they keep coming
- * (the runtime headroom of docs/storage.md covers it). Let go after a minute without one.
+ * Flushes' working arrays, kept between flushes (scratch.ts), up to the size each flush
+ * message gives. The store counts what is held against its cache budget (each flush's
+ * answer says how much), so the process uses no more memory than before: some cache is
+ * traded for a flush that does not fault its memory in again. Let go after a minute
+ * without a flush, which gives the cache its room back.
  */
-const SCRATCH_BYTES = 256 * 1024 * 1024;
 const SCRATCH_IDLE_MS = 60_000;
-const scratch = new Scratch(SCRATCH_BYTES);
+let scratch = new Scratch(0);
 let idle: ReturnType<typeof setTimeout> | undefined;
 
 self.onmessage = (e: MessageEvent) => {
   const m = e.data as
-    | { kind: "flush"; id: number; dir: string; tag: number; heads: ReturnType<typeof packChunk>[] }
+    | { kind: "flush"; id: number; dir: string; tag: number; heads: ReturnType<typeof packChunk>[]; scratchBytes: number }
     | { kind: "compact"; id: number; dir: string; app: number; date: string; parts: Partition[]; crashAt?: "before-rename" | "after-rename" }
     | { kind: "decode"; id: number; file: string };
   try {
     if (m.kind === "flush") {
       // The partitions' decoded chunks go back with them, their buffers handed over.
       clearTimeout(idle);
-      const { value, transfer } = packWritten(writeHeadFiles(m.dir, m.heads.map(unpackChunk), m.tag, scratch));
-      scratch.measure();
-      idle = setTimeout(() => scratch.release(), SCRATCH_IDLE_MS);
-      self.postMessage({ id: m.id, ok: true, value }, transfer);
+      if (scratch.capBytes !== m.scratchBytes) scratch = new Scratch(m.scratchBytes);
+      let value: ReturnType<typeof packWritten>["value"];
+      let transfer: ArrayBuffer[];
+      try {
+        ({ value, transfer } = packWritten(writeHeadFiles(m.dir, m.heads.map(unpackChunk), m.tag, scratch)));
+      } finally {
+        idle = setTimeout(() => {
+          scratch.release();
+          self.postMessage({ id: 0, ok: true, value: null, scratch: 0 });
+        }, SCRATCH_IDLE_MS);
+      }
+      self.postMessage({ id: m.id, ok: true, value, scratch: scratch.measure() }, transfer);
     } else if (m.kind === "decode") {
       // The columns go back with their buffers handed over.
       const { value, transfer } = packOwned(decodeFile(m.file));

@@ -48,6 +48,11 @@ export interface StoreOptions {
   flushEvents: number;
   /** Flushed heads of at least this many events hand their arrays to the next head (default 65,536; smaller ones regrow cheaply). */
   poolMinEvents?: number;
+  /**
+   * The most the partition writer's thread keeps of its working arrays between flushes, in
+   * bytes (default 0). What it keeps is taken from the cache budget.
+   */
+  scratchBytes?: number;
   /** Who writes partition files; by default a worker thread. */
   files?: PartitionFiles;
 }
@@ -79,7 +84,7 @@ export class EventStore implements EventSink {
 
   constructor(private o: StoreOptions) {
     this.catalog = new Catalog(o.dir);
-    this.files = o.files ?? startFileWorker(o.log);
+    this.files = o.files ?? startFileWorker(o.log, o.scratchBytes ?? 0);
     this.live = new LiveCounts();
   }
 
@@ -384,7 +389,7 @@ export class EventStore implements EventSink {
   /** Evicts the least recently used past the budget, never `keep`. */
   private trim(keep: string) {
     for (const [f, e] of this.cache) {
-      if (this.cacheUsed <= this.o.cacheBytes || f === keep) break;
+      if (this.cacheUsed <= this.cacheBudget() || f === keep) break;
       this.cache.delete(f);
       this.cacheUsed -= e.bytes + e.derived;
     }
@@ -401,8 +406,13 @@ export class EventStore implements EventSink {
   /** Partitions decoded on the calling thread (the event loop), since the store opened. */
   private decodedInline = 0;
 
+  /** The cache's budget less what the partition writer keeps between flushes. */
+  private cacheBudget(): number {
+    return Math.max(0, this.o.cacheBytes - this.files.scratchHeld());
+  }
+
   cacheStats() {
-    return { files: this.cache.size, bytes: this.cacheUsed, budget: this.o.cacheBytes, decodedInline: this.decodedInline };
+    return { files: this.cache.size, bytes: this.cacheUsed, budget: this.cacheBudget(), decodedInline: this.decodedInline };
   }
 
   /** Every event of an app, as objects: exports and tests only, never queries. */

@@ -304,4 +304,24 @@ describe("generated data through several checkpoints", () => {
       await again.stop();
     }
   });
+
+  test("what the partition writer keeps between flushes is taken from the cache budget", async () => {
+    // A real partition writer thread: one flush of 60,000 events in one hour pools its
+    // working arrays (scratch.ts) and reports them; the cache's budget shrinks by as much.
+    const s = new EventStore({ dir: tmp(), log, cacheBytes: 64 << 20, scratchBytes: 32 << 20, flushEvents: 1e9 });
+    try {
+      expect(s.cacheStats().budget).toBe(64 << 20);
+      const events = randomEvents(1, 60_000, { seed: 5, start: Date.UTC(2026, 10, 1, 10), spanMs: 3_000_000 });
+      s.append(events);
+      await flush(s, 1);
+      const budget = s.cacheStats().budget;
+      expect(budget).toBeLessThan((64 << 20) - (1 << 20));
+      expect(budget).toBeGreaterThanOrEqual((64 << 20) - (32 << 20));
+      // The flushed events are all there, from the cache.
+      const stored = [...s.chunks(1, Date.UTC(2026, 10, 1), Date.UTC(2026, 10, 2))].flatMap((c) => [...eventsOf(c)]);
+      expect(canonical(stored)).toEqual(canonical(events));
+    } finally {
+      await s.close();
+    }
+  });
 });
