@@ -157,6 +157,8 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
     await pruneStateFiles(d.stateDir, gen).catch((e) => d.log.warn("old session state files not deleted", { error: (e as Error).message }));
   }
   const ms = Math.round(performance.now() - t0);
-  if (events > 0) d.log.info("checkpoint", { seq, gen, files: written.length, events, ms, ...held });
+  // scratch_mb: what the partition writer keeps between flushes (taken from the cache's budget).
+  const scratch_mb = Math.round(d.store.cacheBudgetTaken() / 1048576);
+  if (events > 0) d.log.info("checkpoint", { seq, gen, files: written.length, events, ms, ...held, scratch_mb, scratch_releases: d.store.cacheStats().scratchReleases });
   return { seq, gen, files: written.length, events, ms };
 }

@@ -28,6 +28,8 @@ export interface PartitionFiles {
   close(): Promise<void>;
   /** Bytes of working arrays the writer keeps between flushes (scratch.ts), as last reported. */
   scratchHeld(): number;
+  /** Asks the writer to let its working arrays go (memory is short); the next flush regrows them. */
+  releaseScratch(): void;
 }
 
 /**
@@ -241,6 +243,7 @@ export const inlineFiles: PartitionFiles = {
   decode: async (file) => decodeFile(file),
   close: async () => {},
   scratchHeld: () => 0,
+  releaseScratch: () => {},
 };
 
 export function decodeFile(file: string): Chunk {
@@ -301,5 +304,8 @@ export function startFileWorker(log: Logger, scratchBytes = 0): PartitionFiles {
       fail(new Error("partition writer thread closed"));
     },
     scratchHeld: () => (dead ? 0 : scratchHeld),
+    releaseScratch: () => {
+      if (!dead && scratchHeld > 0) worker.postMessage({ kind: "release", id: 0 });
+    },
   };
 }

@@ -22,9 +22,14 @@ self.onmessage = (e: MessageEvent) => {
   const m = e.data as
     | { kind: "flush"; id: number; dir: string; tag: number; heads: ReturnType<typeof packChunk>[]; scratchBytes: number }
     | { kind: "compact"; id: number; dir: string; app: number; date: string; parts: Partition[]; crashAt?: "before-rename" | "after-rename" }
-    | { kind: "decode"; id: number; file: string };
+    | { kind: "decode"; id: number; file: string }
+    | { kind: "release"; id: 0 };
   try {
-    if (m.kind === "flush") {
+    if (m.kind === "release") {
+      clearTimeout(idle);
+      scratch.release();
+      self.postMessage({ id: 0, ok: true, value: null, scratch: 0 });
+    } else if (m.kind === "flush") {
       // The partitions' decoded chunks go back with them, their buffers handed over.
       clearTimeout(idle);
       if (scratch.capBytes !== m.scratchBytes) scratch = new Scratch(m.scratchBytes);

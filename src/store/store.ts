@@ -122,10 +122,18 @@ export class EventStore implements EventSink {
     }
   }
 
-  /** Lets the pooled arrays of flushed heads go (memory is short; new heads regrow theirs). */
+  /**
+   * Lets the pooled arrays of flushed heads go, and the partition writer's working arrays
+   * (memory is short; new heads and the next flush regrow theirs).
+   */
   releasePool(): void {
     this.pool.clear();
+    if (this.files.scratchHeld() > 0) this.scratchReleases++;
+    this.files.releaseScratch();
   }
+
+  /** Times the partition writer was asked to let its working arrays go (releasePool). */
+  private scratchReleases = 0;
 
   private newHead(app: number): HeadChunk {
     const spare = this.pool.get(app);
@@ -406,13 +414,18 @@ export class EventStore implements EventSink {
   /** Partitions decoded on the calling thread (the event loop), since the store opened. */
   private decodedInline = 0;
 
+  /** Bytes the partition writer keeps between flushes, taken from the cache's budget. */
+  cacheBudgetTaken(): number {
+    return this.files.scratchHeld();
+  }
+
   /** The cache's budget less what the partition writer keeps between flushes. */
   private cacheBudget(): number {
     return Math.max(0, this.o.cacheBytes - this.files.scratchHeld());
   }
 
   cacheStats() {
-    return { files: this.cache.size, bytes: this.cacheUsed, budget: this.cacheBudget(), decodedInline: this.decodedInline };
+    return { files: this.cache.size, bytes: this.cacheUsed, budget: this.cacheBudget(), decodedInline: this.decodedInline, scratchReleases: this.scratchReleases };
   }
 
   /** Every event of an app, as objects: exports and tests only, never queries. */

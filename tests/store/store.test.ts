@@ -305,7 +305,7 @@ describe("generated data through several checkpoints", () => {
     }
   });
 
-  test("what the partition writer keeps between flushes is taken from the cache budget", async () => {
+  test("what the partition writer keeps between flushes is taken from the cache budget, and let go when memory is short", async () => {
     // A real partition writer thread: one flush of 60,000 events in one hour pools its
     // working arrays (scratch.ts) and reports them; the cache's budget shrinks by as much.
     const s = new EventStore({ dir: tmp(), log, cacheBytes: 64 << 20, scratchBytes: 32 << 20, flushEvents: 1e9 });
@@ -320,6 +320,11 @@ describe("generated data through several checkpoints", () => {
       // The flushed events are all there, from the cache.
       const stored = [...s.chunks(1, Date.UTC(2026, 10, 1), Date.UTC(2026, 10, 2))].flatMap((c) => [...eventsOf(c)]);
       expect(canonical(stored)).toEqual(canonical(events));
+      // Memory short (the load shedder's hook): the thread lets them go and the cache has its room back.
+      s.releasePool();
+      expect(s.cacheStats().scratchReleases).toBe(1);
+      for (let i = 0; i < 200 && s.cacheStats().budget < 64 << 20; i++) await Bun.sleep(10);
+      expect(s.cacheStats().budget).toBe(64 << 20);
     } finally {
       await s.close();
     }
