@@ -58,7 +58,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
       limitFor: (org) => billing.effectiveLimit(org),
       hardLimitPercent: () => config.hardLimitPercent,
       shed: shedOptions(config),
-      releaseMemory: () => store.releasePool(),
+      releaseMemory: (urgent) => store.releasePool(urgent),
     });
     const t0 = performance.now();
     const seq = checkpointSeq(db);

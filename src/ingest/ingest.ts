@@ -115,7 +115,7 @@ export interface IngestDeps {
   /** When to refuse ingest with 503 rather than queue (shed.ts); defaults suit tests. */
   shed?: ShedOptions;
   /** Lets go of memory held only to save work, when memory passes the collection bound (shed.ts). */
-  releaseMemory?: () => void;
+  releaseMemory?: (urgent: boolean) => void;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

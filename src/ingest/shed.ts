@@ -49,8 +49,11 @@ export class LoadShedder {
     private onForcedGc?: (info: { rss_before_mb: number; rss_after_mb: number; ms: number }) => void,
     /** Told of each concurrent collection asked for (the log: each marks the whole heap). */
     private onAskedGc?: (info: { rss_mb: number }) => void,
-    /** Called before each collection: memory held only to save work (the event store's pooled head arrays) goes first. */
-    private onPressure?: () => void,
+    /**
+     * Called before each collection: memory held only to save work (the event store's pooled
+     * arrays) goes first. `urgent`: within URGENT_MARGIN of the shedding bound.
+     */
+    private onPressure?: (urgent: boolean) => void,
   ) {}
 
   start(): void {
@@ -81,7 +84,7 @@ export class LoadShedder {
       if (this.rss > this.o.maxRssBytes - URGENT_MARGIN) {
         if (t - this.lastSyncGc > this.syncEveryMs) {
           this.lastSyncGc = t;
-          this.onPressure?.();
+          this.onPressure?.(true);
           Bun.gc(true);
           this.rss = process.memoryUsage.rss();
           const ms = performance.now() - t;
@@ -92,7 +95,7 @@ export class LoadShedder {
         }
       } else if (this.rss > this.o.gcAboveBytes && t - this.lastGc > this.gcEveryMs) {
         this.lastGc = t;
-        this.onPressure?.();
+        this.onPressure?.(false);
         Bun.gc(false);
         this.asked = { at: t, rss: before };
         this.askedGc++;

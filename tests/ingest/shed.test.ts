@@ -11,11 +11,12 @@ describe("LoadShedder collections", () => {
   test("far from the shedding bound: concurrent collections only, none reported", async () => {
     const reported: unknown[] = [];
     let released = 0;
+    let urgent = 0;
     const s = new LoadShedder(
       { maxLagMs: 1000, maxInFlight: 10, maxRssBytes: Number.MAX_SAFE_INTEGER, gcAboveBytes: 0 },
       (i) => reported.push(i),
       undefined,
-      () => released++,
+      (u) => (released++, u && urgent++),
     );
     s.start();
     try {
@@ -23,8 +24,9 @@ describe("LoadShedder collections", () => {
       expect(s.askedGc).toBeGreaterThanOrEqual(1);
       expect(s.forcedGc.count).toBe(0);
       expect(reported).toEqual([]);
-      // Memory held only to save work is let go before each collection.
+      // Memory held only to save work is let go before each collection; not urgently.
       expect(released).toBe(s.askedGc);
+      expect(urgent).toBe(0);
     } finally {
       s.stop();
     }
@@ -38,12 +40,14 @@ describe("LoadShedder collections", () => {
     // the 200 ms.) No concurrent collection is asked for (its bound is out of reach), so
     // each one seen is synchronous.
     let released = 0;
-    const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: 64 * MIB, gcAboveBytes: Number.MAX_SAFE_INTEGER }, (i) => reported.push(i), undefined, () => released++);
+    let urgent = 0;
+    const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: 64 * MIB, gcAboveBytes: Number.MAX_SAFE_INTEGER }, (i) => reported.push(i), undefined, (u) => (released++, u && urgent++));
     s.start();
     try {
       await Bun.sleep(200);
       expect(s.forcedGc.count).toBeGreaterThanOrEqual(1);
       expect(released).toBe(s.forcedGc.count);
+      expect(urgent).toBe(s.forcedGc.count);
       expect(s.askedGc).toBe(0);
       expect(reported.length).toBe(s.forcedGc.count);
       expect(reported[0]!.rss_before_mb).toBeGreaterThan(0);

@@ -320,8 +320,11 @@ describe("generated data through several checkpoints", () => {
       // The flushed events are all there, from the cache.
       const stored = [...s.chunks(1, Date.UTC(2026, 10, 1), Date.UTC(2026, 10, 2))].flatMap((c) => [...eventsOf(c)]);
       expect(canonical(stored)).toEqual(canonical(events));
-      // Memory short (the load shedder's hook): the thread lets them go and the cache has its room back.
-      s.releasePool();
+      // Over the collection bound, not close to shedding: kept.
+      s.releasePool(false);
+      expect(s.cacheStats().scratchReleases).toBe(0);
+      // Close to shedding (the load shedder's hook): the thread lets them go and the cache has its room back.
+      s.releasePool(true);
       expect(s.cacheStats().scratchReleases).toBe(1);
       for (let i = 0; i < 200 && s.cacheStats().budget < 64 << 20; i++) await Bun.sleep(10);
       expect(s.cacheStats().budget).toBe(64 << 20);
