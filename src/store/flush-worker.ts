@@ -18,6 +18,13 @@ const SCRATCH_IDLE_MS = 60_000;
 let scratch = new Scratch(0);
 let idle: ReturnType<typeof setTimeout> | undefined;
 
+/** A minute without a flush: the arrays go, collected at once (an idle thread would not collect for a long while). */
+function letGo() {
+  scratch.release();
+  Bun.gc(true);
+  self.postMessage({ id: 0, ok: true, value: null, scratch: 0 });
+}
+
 self.onmessage = (e: MessageEvent) => {
   const m = e.data as
     | { kind: "flush"; id: number; dir: string; tag: number; heads: ReturnType<typeof packChunk>[]; scratchBytes: number }
@@ -26,6 +33,8 @@ self.onmessage = (e: MessageEvent) => {
     | { kind: "release"; id: 0 };
   try {
     if (m.kind === "release") {
+      // Freed by the collection in `finally` below, not by the main thread's (it runs at
+      // once, before this message is read): the load shedder's next check sees it.
       clearTimeout(idle);
       scratch.release();
       self.postMessage({ id: 0, ok: true, value: null, scratch: 0 });
@@ -38,10 +47,7 @@ self.onmessage = (e: MessageEvent) => {
       try {
         ({ value, transfer } = packWritten(writeHeadFiles(m.dir, m.heads.map(unpackChunk), m.tag, scratch)));
       } finally {
-        idle = setTimeout(() => {
-          scratch.release();
-          self.postMessage({ id: 0, ok: true, value: null, scratch: 0 });
-        }, SCRATCH_IDLE_MS);
+        if (scratch.measure() > 0) idle = setTimeout(letGo, SCRATCH_IDLE_MS);
       }
       self.postMessage({ id: m.id, ok: true, value, scratch: scratch.measure() }, transfer);
     } else if (m.kind === "decode") {
@@ -52,7 +58,7 @@ self.onmessage = (e: MessageEvent) => {
       self.postMessage({ id: m.id, ok: true, value: compactFiles(m.dir, m.app, m.date, m.parts, m.crashAt) });
     }
   } catch (err) {
-    self.postMessage({ id: m.id, ok: false, error: (err as Error).message });
+    self.postMessage({ id: m.id, ok: false, error: (err as Error).message, scratch: scratch.measure() });
   } finally {
     // A flush or compaction leaves its columns and encoded pages behind as garbage (tens
     // to hundreds of MB); the thread then idles and its collector would not run for a

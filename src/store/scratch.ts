@@ -4,8 +4,10 @@
 // order, per-row columns, property columns, page buffers). Bun's allocator hands freed
 // pages back to the system within milliseconds, so every flush faulted all of that memory
 // in again, each page zeroed by the kernel: about 45,000 page faults a flush, and in the
-// bench the partition writer's thread spent 40% of its time in the kernel. Arrays taken
-// from here stay mapped while flushes keep coming (bench/RESULTS.md, twelfth session).
+// bench the partition writer's thread spent 40% of its time in the kernel. The working
+// arrays taken from here (about 120 MB of the 180; the rest goes to the decoded chunk)
+// stay mapped while flushes keep coming (bench/RESULTS.md, twelfth session). Writers may
+// grow past the cap during a flush; measure() then drops them.
 //
 // The rule for callers: a view taken from a Scratch lives until the next take of the same
 // slot, so it must never be kept past the call that took it, returned in a chunk, or

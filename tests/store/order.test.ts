@@ -44,7 +44,8 @@ function head(evs: StoredEvent[]) {
 describe("row order of a partition", () => {
   test("by session, then time, ties in input order, for every shape of arrival", () => {
     for (const shape of ["in-order", "replayed", "late", "random"] as const) {
-      for (const [sessions, batches, size] of [[3, 40, 7], [50, 400, 10], [1, 60, 5], [200, 300, 1]] as const) {
+      // One session of 16 or 17 batches: as many runs as are merged, and one more.
+      for (const [sessions, batches, size] of [[3, 40, 7], [50, 400, 10], [1, 60, 5], [200, 300, 1], [1, 16, 5], [1, 17, 5]] as const) {
         const a = events(sessions * 7 + batches, shape, sessions, batches, size);
         const b = events(batches * 3 + size, shape, sessions, batches >> 1, size);
         const ha = head(a);

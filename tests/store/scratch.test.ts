@@ -65,11 +65,14 @@ describe("the partition writer's scratch pool", () => {
         for (const col of ["ctx", "ts", "name", "pathname"] as const) expect([...w.decoded![col]]).toEqual([...back1[i]![col]]);
       });
       expect(canonical(w2.flatMap((w) => [...eventsOf(w.decoded!)]))).toEqual(canonical(second!));
-      // The same bytes as a flush without a pool.
+      // The same bytes as flushes without a pool, the second one's through a used pool too
+      // (where an array not zeroed would show its last contents).
       const plain = tempDir("sextant-scratch-");
-      const p1 = writeHeadFiles(plain, [head(first!)], 1, FRESH);
-      expect(p1.map((w) => w.file.slice(plain.length))).toEqual(w1.map((w) => w.file.slice(pooled.length)));
-      for (let i = 0; i < p1.length; i++) expect(Buffer.from(readFileSync(p1[i]!.file)).equals(readFileSync(w1[i]!.file))).toBe(true);
+      for (const [pooledFiles, events, tag] of [[w1, first!, 1], [w2, second!, 2]] as const) {
+        const p = writeHeadFiles(plain, [head(events)], tag, FRESH);
+        expect(p.map((w) => w.file.slice(plain.length))).toEqual(pooledFiles.map((w) => w.file.slice(pooled.length)));
+        for (let i = 0; i < p.length; i++) expect(Buffer.from(readFileSync(p[i]!.file)).equals(readFileSync(pooledFiles[i]!.file))).toBe(true);
+      }
     }
   }, 60_000);
 
