@@ -158,7 +158,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   }
   const ms = Math.round(performance.now() - t0);
   // scratch_mb: what the partition writer keeps between flushes (taken from the cache's budget).
-  const scratch_mb = Math.round(d.store.cacheBudgetTaken() / 1048576);
+  const scratch_mb = Math.round(d.store.scratchHeld() / 1048576);
   if (events > 0) d.log.info("checkpoint", { seq, gen, files: written.length, events, ms, ...held, scratch_mb, scratch_releases: d.store.cacheStats().scratchReleases });
   return { seq, gen, files: written.length, events, ms };
 }

@@ -10,9 +10,9 @@ declare const self: Worker;
 /**
  * Flushes' working arrays, kept between flushes (scratch.ts), up to the size each flush
  * message gives. The store counts what is held against its cache budget (each flush's
- * answer says how much), so the process uses no more memory than before: some cache is
- * traded for a flush that does not fault its memory in again. Let go after a minute
- * without a flush, which gives the cache its room back.
+ * answer says how much): once the cache is full, the process holds no more than before,
+ * some cache traded for flushes that do not fault their memory in again. Let go after a
+ * minute without a flush, or when the store asks (memory close to the shedding bound).
  */
 const SCRATCH_IDLE_MS = 60_000;
 let scratch = new Scratch(0);

@@ -419,13 +419,13 @@ export class EventStore implements EventSink {
   private decodedInline = 0;
 
   /** Bytes the partition writer keeps between flushes, taken from the cache's budget. */
-  cacheBudgetTaken(): number {
+  scratchHeld(): number {
     return this.files.scratchHeld();
   }
 
   /** The cache's budget less what the partition writer keeps between flushes. */
   private cacheBudget(): number {
-    return Math.max(0, this.o.cacheBytes - this.files.scratchHeld());
+    return Math.max(0, this.o.cacheBytes - this.scratchHeld());
   }
 
   cacheStats() {
