@@ -122,7 +122,6 @@ function sortByTime(part: Uint32Array, ts: Float64Array, total: number) {
   part.set(a);
 }
 
-
 /** Most runs mergeRuns takes on; past this a sort is as quick. */
 const MAX_RUNS = 16;
 
@@ -135,7 +134,7 @@ const MAX_RUNS = 16;
  */
 function mergeRuns(part: Uint32Array, ts: Float64Array): boolean {
   const n = part.length;
-  const bounds = [0];
+  let bounds = [0];
   for (let k = 1; k < n; k++) {
     const a = part[k - 1]!;
     const b = part[k]!;
@@ -178,8 +177,7 @@ function mergeRuns(part: Uint32Array, ts: Float64Array): boolean {
       while (j < hi) dst[o++] = src[j++]!;
       next.push(hi);
     }
-    bounds.length = 0;
-    bounds.push(...next);
+    bounds = next;
     const t = src;
     src = dst;
     dst = t;

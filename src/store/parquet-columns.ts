@@ -159,7 +159,7 @@ function bitWidth(max: number): number {
   return b;
 }
 
-/** Definition levels (v1 page): u32 byte length, then RLE/bit-packed 0/1. */
+/** Definition levels (v1 page), and a boolean column's values: u32 byte length, then RLE/bit-packed 0/1. */
 function defLevels(body: ByteWriter, present: Uint8Array, rows: number, scratch: Scratch) {
   const levels = scratch.writer("levels");
   writeRleBitPackedHybrid(levels, present.subarray(0, rows), 1);
@@ -276,11 +276,7 @@ function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b:
     encoding = "PLAIN";
     if (k) statistics = { min_value: min, max_value: max, null_count: BigInt(nulls) };
   } else if (c.kind === "bool") {
-    const levels = scratch.writer("levels");
-    writeRleBitPackedHybrid(levels, c.vals.subarray(0, rows), 1);
-    const b = levels.getBytes();
-    body.appendUint32(b.length);
-    body.appendBytes(b);
+    defLevels(body, c.vals, rows, scratch);
     encoding = "RLE";
   } else {
     let min = Infinity;

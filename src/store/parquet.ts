@@ -274,9 +274,10 @@ export function writePartition(
   const kept = new Set([...freq.entries()].sort((a, b) => b[1] - a[1]).slice(0, MAX_PROP_COLUMNS).map(([k]) => k));
   const spCols = new Map<string, { present: Uint8Array; codes: Uint32Array; dict: Dict }>();
   const npCols = new Map<string, { present: Uint8Array; vals: Float64Array }>();
-  // Only when some key is past the column limit (a million-entry array otherwise).
-  let overflow: (Record<string, string | number> | null)[] | null = null;
-  let anyOverflow = false;
+  // Only when some key is past the column limit (a million-entry array otherwise). Typed
+  // by a cast so the check after the loops does not take it for null: closures set it.
+  let overflow = null as (Record<string, string | number> | null)[] | null;
+  const overflowAt = (o: number) => ((overflow ??= new Array(total).fill(null))[o] ??= {});
   sources.forEach((s, si) => {
     const m = rowMaps[si]!;
     for (const [key, p] of propsOf(s).sp) {
@@ -301,9 +302,7 @@ export function writePartition(
           out.present[o] = 1;
           out.codes[o] = code;
         } else {
-          const v = p.dict.values[sc]!;
-          ((overflow ??= new Array(total).fill(null))[o] ??= {})[`s:${key}`] = v;
-          anyOverflow = true;
+          overflowAt(o)[`s:${key}`] = p.dict.values[sc]!;
         }
       }
     }
@@ -322,8 +321,7 @@ export function writePartition(
           out.present[o] = 1;
           out.vals[o] = p.vals[j]!;
         } else {
-          ((overflow ??= new Array(total).fill(null))[o] ??= {})[`n:${key}`] = p.vals[j]!;
-          anyOverflow = true;
+          overflowAt(o)[`n:${key}`] = p.vals[j]!;
         }
       }
     }
@@ -331,11 +329,11 @@ export function writePartition(
   for (const [key, c] of spCols) cols.push({ kind: "codes", name: `sp.${key}`, codes: c.codes, values: c.dict.values, present: c.present });
   for (const [key, c] of npCols) cols.push({ kind: "f64", name: `np.${key}`, vals: c.vals, present: c.present });
   let overflowCol: RowColumns["overflow"] = null;
-  if (anyOverflow && overflow) {
+  if (overflow) {
     const dict = new Dict();
     const present = new Uint8Array(total);
     const codes = new Uint32Array(total);
-    (overflow as (Record<string, string | number> | null)[]).forEach((o, i) => {
+    overflow.forEach((o, i) => {
       if (!o) return;
       present[i] = 1;
       codes[i] = dict.code(JSON.stringify(o));
