@@ -6,39 +6,55 @@
 // No false negatives, which would store a retried batch twice: every answer enters the
 // filter when it is committed to the store (before it may leave the in-memory map), and
 // at start-up every stored answer of the last 8 days enters it. Until then (`ready`
-// false) every id is looked up. A false positive (about 0.25%) costs the lookup only.
+// false) every id is looked up. A false positive (under 0.2% for each day kept, below)
+// costs the lookup only.
 
 import { hash53 } from "../util/hash.ts";
 
 const DAY_MS = 86_400_000;
-/** Bits per id (with 4 probes: about 0.24% false positives). */
-const BITS_PER_ID = 16;
-const PROBES = 4;
-/** Ids in a day's first layer; each further layer holds twice the one before. */
+/**
+ * False positives of a day's first layer. Each further layer of the day has half its
+ * predecessor's rate, so a day's layers together stay under twice this however many ids
+ * come ("Scalable Bloom Filters", Almeida et al. 2007). With a fixed rate per layer (0.24%
+ * until 2026-11-22) a day of two million batches had ten layers and 2.4%, and the eight
+ * days kept up to eight times a day's rate: each such id cost a read of every answer run.
+ */
+const FIRST_FP = 0.001;
+/** Ids in a day's first layer when the day before had fewer; each further layer holds twice the one before. */
 const FIRST_CAPACITY = 4096;
 
 class Layer {
   readonly bits: Uint32Array;
+  /** Bits, and probes per id: optimal for the rate (k = log2(1/fp), m = n k / ln 2). */
   readonly m: number;
+  readonly k: number;
   n = 0;
-  constructor(readonly capacity: number) {
-    this.m = capacity * BITS_PER_ID;
+  constructor(
+    readonly capacity: number,
+    readonly fp: number,
+  ) {
+    this.k = Math.ceil(Math.log2(1 / fp));
+    this.m = Math.ceil((capacity * this.k) / Math.LN2 / 32) * 32;
     this.bits = new Uint32Array(this.m >>> 5);
   }
+
   add(h1: number, h2: number) {
-    for (let i = 0; i < PROBES; i++) {
+    for (let i = 0; i < this.k; i++) {
       const b = (h1 + i * h2) % this.m;
       this.bits[b >>> 5]! |= 1 << (b & 31);
     }
     this.n++;
   }
+
   has(h1: number, h2: number): boolean {
-    for (let i = 0; i < PROBES; i++) {
+    // An id never added stops at its first clear bit: about two probes (half the bits are set when full).
+    for (let i = 0; i < this.k; i++) {
       const b = (h1 + i * h2) % this.m;
       if (!(this.bits[b >>> 5]! & (1 << (b & 31)))) return false;
     }
     return true;
   }
+
   bytes() {
     return this.bits.byteLength;
   }
@@ -63,9 +79,14 @@ export class SeenIds {
   addHash(hash: number, at: number) {
     const day = Math.floor(at / DAY_MS);
     let layers = this.days.get(day);
-    if (!layers) this.days.set(day, (layers = [new Layer(FIRST_CAPACITY)]));
+    if (!layers) {
+      // Sized for as many ids as the day before had: a steady load keeps one layer a day.
+      let before = 0;
+      for (const l of this.days.get(day - 1) ?? []) before += l.n;
+      this.days.set(day, (layers = [new Layer(Math.max(FIRST_CAPACITY, before), FIRST_FP)]));
+    }
     let last = layers[layers.length - 1]!;
-    if (last.n >= last.capacity) layers.push((last = new Layer(last.capacity * 2)));
+    if (last.n >= last.capacity) layers.push((last = new Layer(last.capacity * 2, last.fp / 2)));
     const [h1, h2] = SeenIds.split(hash);
     last.add(h1, h2);
   }
