@@ -23,10 +23,20 @@ const FIRST_FP = 0.001;
 /** Ids in a day's first layer when the day before had fewer; each further layer holds twice the one before. */
 const FIRST_CAPACITY = 4096;
 
+/** Bits of a block: one 64-byte cache line, which holds all of an id's probes. */
+const BLOCK_BITS = 512;
+const BLOCK_WORDS = BLOCK_BITS / 32;
+
+/**
+ * One layer: a blocked Bloom filter (Putze, Sanders and Singler, 2007). Every probe of an id
+ * falls in one block, so adding an id or asking for one costs one cache miss whatever the
+ * number of probes: start-up adds every stored answer of eight days (millions), and probes
+ * spread over the whole array took one miss each (9.5 s against 2.8 s for 20 million ids).
+ */
 class Layer {
   readonly bits: Uint32Array;
-  /** Bits, and probes per id: optimal for the rate (k = log2(1/fp), m = n k / ln 2). */
-  readonly m: number;
+  readonly blocks: number;
+  /** Probes per id: optimal for the rate (log2(1/fp)). */
   readonly k: number;
   n = 0;
   constructor(
@@ -34,25 +44,38 @@ class Layer {
     readonly fp: number,
   ) {
     this.k = Math.ceil(Math.log2(1 / fp));
-    this.m = Math.ceil((capacity * this.k) / Math.LN2 / 32) * 32;
-    this.bits = new Uint32Array(this.m >>> 5);
+    // The optimal n k / ln 2 bits, and a fifth more: blocks hold their ids unevenly.
+    this.blocks = Math.max(1, Math.ceil((1.2 * capacity * this.k) / Math.LN2 / BLOCK_BITS));
+    this.bits = new Uint32Array(this.blocks * BLOCK_WORDS);
+  }
+
+  /**
+   * The block from h1's high bits; the probes within it from h1's low 9 bits and h2 by
+   * enhanced double hashing (Dillinger and Manolios, 2004). `set`: add the id, or only ask.
+   */
+  private probe(h1: number, h2: number, set: boolean): boolean {
+    const base = Math.floor((h1 / 4294967296) * this.blocks) * BLOCK_WORDS;
+    let x = h1 & (BLOCK_BITS - 1);
+    let y = (h2 & (BLOCK_BITS - 1)) | 1;
+    const bits = this.bits;
+    for (let i = 0; i < this.k; i++) {
+      const w = base + (x >>> 5);
+      const m = 1 << (x & 31);
+      if (set) bits[w]! |= m;
+      else if (!(bits[w]! & m)) return false;
+      x = (x + y) & (BLOCK_BITS - 1);
+      y = (y + i + (h2 >>> 9)) & (BLOCK_BITS - 1);
+    }
+    return true;
   }
 
   add(h1: number, h2: number) {
-    for (let i = 0; i < this.k; i++) {
-      const b = (h1 + i * h2) % this.m;
-      this.bits[b >>> 5]! |= 1 << (b & 31);
-    }
+    this.probe(h1, h2, true);
     this.n++;
   }
 
   has(h1: number, h2: number): boolean {
-    // An id never added stops at its first clear bit: about two probes (half the bits are set when full).
-    for (let i = 0; i < this.k; i++) {
-      const b = (h1 + i * h2) % this.m;
-      if (!(this.bits[b >>> 5]! & (1 << (b & 31)))) return false;
-    }
-    return true;
+    return this.probe(h1, h2, false);
   }
 
   bytes() {
