@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { DistinctCounter, EXACT_LIMIT } from "../../src/store/hll.ts";
+import { DistinctCounter, EXACT_LIMIT, hash64 } from "../../src/store/hll.ts";
 
 describe("distinct counter (exact, then HyperLogLog p=14)", () => {
   test("exact up to the limit", () => {
@@ -58,4 +58,15 @@ describe("distinct counter (exact, then HyperLogLog p=14)", () => {
     for (let i = 0; i < 3000; i++) small.add(i);
     expect(small.serialize().length).toBeLessThan(3000 * 3 + 2);
   });
+});
+
+// Sketches are kept on disk (rollups): the hash of a visitor must never change, or a day
+// restored at start-up would count its visitors again.
+test("hash64 gives wyhash's 64 bits of the id's decimal text, split high then low", () => {
+  const out = new Uint32Array(2);
+  for (const v of [0, 1, 12345, 2 ** 32 - 1, 2 ** 32, 2 ** 52 + 12345, 2 ** 53 - 1, ...Array.from({ length: 200 }, () => Math.floor(Math.random() * 2 ** 53))]) {
+    const h = BigInt.asUintN(64, BigInt(Bun.hash.wyhash(String(v))));
+    hash64(v, out);
+    expect([out[0], out[1]]).toEqual([Number(h >> 32n), Number(h & 0xffffffffn)]);
+  }
 });
