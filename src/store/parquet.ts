@@ -537,7 +537,7 @@ export interface RowColumns {
  * just written (a flush hands its partitions to the cache this way, so the first query
  * after it does not decode them again on the event loop).
  */
-export function chunkFromRows(r: RowColumns, scratch: Scratch = FRESH): Chunk {
+function chunkFromRows(r: RowColumns, scratch: Scratch = FRESH): Chunk {
   const { n } = r;
   const sessionRow = r.session;
   const visitorRow = r.visitor;
