@@ -196,9 +196,9 @@ export class EventStore implements EventSink {
       this.flushing.delete(h);
       // Nothing reads the head any more (each run of a query's operator is one turn of the
       // event loop, and reads the heads afresh; exports copy heads first): its arrays go to
-      // the app's next head. Measured under batch load (page faults per thread from /proc): the event loop's faults fell
-      // from 5.3-5.8 to 2.5-3.4 a batch with this and the views posted to the worker,
-      // which also ended a 30-40 ms copy per flush.
+      // the app's next head. Measured under batch load (page faults per thread from /proc):
+      // the event loop's faults fell from 5.3-5.8 to 2.5-3.4 a batch with this and the views
+      // posted to the worker, which also ended a 30-40 ms copy per flush.
       if (h.n >= (this.o.poolMinEvents ?? 65_536)) this.pool.set(h.app, { head: h, gen: this.flushGen });
     }
   }
