@@ -2,9 +2,10 @@
 // Command-line entry: `sextant serve` (default), `sextant --help`, and sub-commands.
 // Parses the command word only; options are read by src/config.ts.
 
-import { ConfigError, loadConfig, optionTable } from "../src/config.ts";
+import { ConfigError, engineEnvMissing, loadConfig, optionTable } from "../src/config.ts";
 import { startServer } from "../src/server.ts";
 import { VERSION } from "../src/app.ts";
+import { reexecWith } from "./reexec.ts";
 
 const HELP = `Sextant ${VERSION}: privacy-first analytics for native apps and web sites.
 
@@ -50,6 +51,8 @@ async function main(argv: string[]): Promise<number> {
 
 async function serve(args: string[]): Promise<number> {
   const config = loadConfig(args);
+  // Once, before anything starts: the engine's settings (src/config.ts ENGINE_ENV).
+  reexecWith(engineEnvMissing());
   // Handlers go in before the listeners open, so a signal during start-up still
   // takes the orderly path once the server is up.
   const signalled = new Promise<void>((resolve) => {

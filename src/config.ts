@@ -470,6 +470,22 @@ export function optionTable(): string {
   return ["| Variable | Flag | Unit | Default | Meaning |", "|---|---|---|---|---|", ...rows].join("\n");
 }
 
+/**
+ * JavaScriptCore settings the server runs with. The engine reads them from the environment
+ * once, as the process starts, so `sextant serve` starts itself again (same process id, by
+ * execve) with those not set already (bin/reexec.ts). One set explicitly is left as it is.
+ *  - useWarmUpMarkedBlocks=0: the engine's thread that faults in heap blocks ahead of the
+ *    allocator. With the server on one core it takes that core from the event loop: under
+ *    saturating batches it ran about 8 µs of CPU a batch, and without it a batch took 5%
+ *    less CPU in all (bench/RESULTS.md, fourteenth session). Web events: within the noise.
+ */
+export const ENGINE_ENV: Readonly<Record<string, string>> = { BUN_JSC_useWarmUpMarkedBlocks: "0" };
+
+/** ENGINE_ENV's settings that `env` lacks (empty: nothing to start again for). */
+export function engineEnvMissing(env: Record<string, string | undefined> = process.env): Record<string, string> {
+  return Object.fromEntries(Object.entries(ENGINE_ENV).filter(([k]) => env[k] === undefined));
+}
+
 /** The plans on offer: SEXTANT_PLANS_FILE when set, else the built-in ones. */
 export function loadPlans(config: Pick<Config, "plansFile">): Plan[] {
   const file = config.plansFile;

@@ -2,7 +2,7 @@
 // empty directory (no node_modules anywhere near), and checks it serves.
 
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, readFileSync } from "node:fs";
+import { copyFileSync, readdirSync, readFileSync } from "node:fs";
 import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
@@ -36,6 +36,12 @@ describe("compiled executable", () => {
     try {
       const h = await fetch(p.url + "/healthz");
       expect(await h.json()).toEqual({ status: "ok" });
+      // Started again with the engine's settings (bin/reexec.ts) inside the executable too.
+      if (process.platform === "linux") {
+        expect(readFileSync(`/proc/${p.proc.pid}/environ`, "utf8").split("\0")).toContain("BUN_JSC_useWarmUpMarkedBlocks=0");
+        const threads = readdirSync(`/proc/${p.proc.pid}/task`).map((t) => readFileSync(`/proc/${p.proc.pid}/task/${t}/comm`, "utf8").trim());
+        expect(threads).not.toContain("JSCWarmUp");
+      }
       const doc = (await (await fetch(p.url + "/api/v1/openapi.json")).json()) as { openapi: string };
       expect(doc.openapi).toStartWith("3.");
       // Sign in from the logged link, make an app, ingest: the write-ahead log's worker

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
 import { tempDir } from "./helpers/tmp.ts";
@@ -48,6 +48,31 @@ describe("sextant command line", () => {
   test("SIGINT exits 0 too", async () => {
     const p = await spawnSextant([process.execPath, entry], { SEXTANT_DATA_DIR: tmp() });
     expect(await p.signal("SIGINT")).toBe(0);
+  });
+
+  // ENGINE_ENV (src/config.ts): the engine reads it only at start, so serve starts itself
+  // again with it, in the same process (bin/reexec.ts). Linux only (/proc).
+  test.skipIf(process.platform !== "linux")("serve runs with the engine settings, in the process that was started", async () => {
+    const threads = (pid: number) => readdirSync(`/proc/${pid}/task`).map((t) => readFileSync(`/proc/${pid}/task/${t}/comm`, "utf8").trim());
+    const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+    const p = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp() });
+    try {
+      // The pid Bun.spawn gave is the server (execve, not a child): it answers, and holds the setting.
+      expect((await fetch(p.url + "/healthz")).status).toBe(200);
+      expect(environ(p.proc.pid)).toContain("BUN_JSC_useWarmUpMarkedBlocks=0");
+      expect(readFileSync(`/proc/${p.proc.pid}/cmdline`, "utf8").split("\0")).toContain("serve");
+      expect(threads(p.proc.pid)).not.toContain("JSCWarmUp");
+    } finally {
+      expect(await p.signal("SIGTERM")).toBe(0);
+    }
+    // A setting given by the operator is kept as given: here the engine's default, thread and all.
+    const q = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp(), BUN_JSC_useWarmUpMarkedBlocks: "1" });
+    try {
+      expect(environ(q.proc.pid)).toContain("BUN_JSC_useWarmUpMarkedBlocks=1");
+      expect(threads(q.proc.pid)).toContain("JSCWarmUp");
+    } finally {
+      expect(await q.signal("SIGTERM")).toBe(0);
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { ConfigError, loadConfig, optionTable, OPTIONS } from "../src/config.ts";
+import { ConfigError, ENGINE_ENV, engineEnvMissing, loadConfig, optionTable, OPTIONS } from "../src/config.ts";
 
 describe("config", () => {
   test("embedded defaults", () => {
@@ -51,5 +51,15 @@ describe("config", () => {
     const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
     expect(readme).toContain(optionTable());
     for (const o of OPTIONS) expect(readme).toContain(`\`${o.env}\``);
+  });
+});
+
+describe("engine settings (ENGINE_ENV)", () => {
+  test("those the environment lacks are the ones serve starts itself again with", () => {
+    expect(ENGINE_ENV).toEqual({ BUN_JSC_useWarmUpMarkedBlocks: "0" });
+    expect(engineEnvMissing({})).toEqual({ BUN_JSC_useWarmUpMarkedBlocks: "0" });
+    // Set by the operator (any value, even the engine's default): left alone, nothing to redo.
+    expect(engineEnvMissing({ BUN_JSC_useWarmUpMarkedBlocks: "1" })).toEqual({});
+    expect(engineEnvMissing({ BUN_JSC_useWarmUpMarkedBlocks: "0" })).toEqual({});
   });
 });

@@ -1,0 +1,50 @@
+// Starts this process again with engine settings in its environment (src/config.ts
+// ENGINE_ENV): JavaScriptCore reads them only at start. execve keeps the process id, so a
+// supervisor, a pid file or a test's SIGKILL still reaches the server; the command line is
+// the one the process was started with (/proc/self/cmdline: runtime flags and script
+// included, for `bun bin/sextant.ts` as for the compiled executable). Linux with glibc or
+// musl; elsewhere, or if anything fails, the server simply runs with the defaults.
+
+import { readFileSync } from "node:fs";
+
+/** Returns only when the process could not be started again (it then goes on as it is). */
+export function reexecWith(extra: Record<string, string>): void {
+  if (process.platform !== "linux" || Object.keys(extra).length === 0) return;
+  let argv: string[];
+  try {
+    argv = readFileSync("/proc/self/cmdline", "utf8").split("\0");
+    if (argv[argv.length - 1] === "") argv.pop();
+  } catch {
+    return;
+  }
+  if (argv.length === 0) return;
+  const env = { ...process.env, ...extra } as Record<string, string>;
+  // Required lazily: bun:ffi loads nothing until asked, and only serve gets here.
+  const { dlopen, FFIType, ptr } = require("bun:ffi") as typeof import("bun:ffi");
+  for (const lib of ["libc.so.6", "libc.musl-x86_64.so.1", "libc.musl-aarch64.so.1"]) {
+    let libc: { symbols: { execve: (...a: unknown[]) => number }; close(): void };
+    try {
+      libc = dlopen(lib, { execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 } }) as never;
+    } catch {
+      continue;
+    }
+    // The strings and pointer arrays must stay alive (referenced here) until execve reads them.
+    const strings: Buffer[] = [];
+    const list = (items: string[]) => {
+      const a = new BigUint64Array(items.length + 1);
+      items.forEach((s, i) => {
+        const b = Buffer.from(`${s}\0`);
+        strings.push(b);
+        a[i] = BigInt(ptr(b));
+      });
+      return a;
+    };
+    const path = Buffer.from(`${process.execPath}\0`);
+    const args = list(argv);
+    const envp = list(Object.entries(env).map(([k, v]) => `${k}=${v}`));
+    libc.symbols.execve(ptr(path), ptr(args), ptr(envp));
+    // Only on failure.
+    libc.close();
+    return;
+  }
+}
