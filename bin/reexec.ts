@@ -28,13 +28,13 @@ export function reexecWith(extra: Record<string, string>): void {
     } catch {
       continue;
     }
-    // The strings and pointer arrays must stay alive (referenced here) until execve reads them.
-    const strings: Buffer[] = [];
+    // The strings must stay alive (referenced from `keep`) until execve has read them.
+    const keep: Buffer[] = [];
     const list = (items: string[]) => {
       const a = new BigUint64Array(items.length + 1);
       items.forEach((s, i) => {
         const b = Buffer.from(`${s}\0`);
-        strings.push(b);
+        keep.push(b);
         a[i] = BigInt(ptr(b));
       });
       return a;

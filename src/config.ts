@@ -476,8 +476,9 @@ export function optionTable(): string {
  * execve) with those not set already (bin/reexec.ts). One set explicitly is left as it is.
  *  - useWarmUpMarkedBlocks=0: the engine's thread that faults in heap blocks ahead of the
  *    allocator. With the server on one core it takes that core from the event loop: under
- *    saturating batches it ran about 8 µs of CPU a batch, and without it a batch took 5%
- *    less CPU in all (bench/RESULTS.md, fourteenth session). Web events: within the noise.
+ *    saturating batches it ran about 8 µs of CPU a batch, and without it a batch took 2-15
+ *    µs less CPU in each of eight alternated pairs (bench/RESULTS.md, fourteenth session).
+ *    Web events: within the noise.
  */
 export const ENGINE_ENV: Readonly<Record<string, string>> = { BUN_JSC_useWarmUpMarkedBlocks: "0" };
 
