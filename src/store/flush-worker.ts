@@ -44,12 +44,14 @@ self.onmessage = (e: MessageEvent) => {
       if (scratch.capBytes !== m.scratchBytes) scratch = new Scratch(m.scratchBytes);
       let value: ReturnType<typeof packWritten>["value"];
       let transfer: ArrayBuffer[];
+      let held = 0;
       try {
         ({ value, transfer } = packWritten(writeHeadFiles(m.dir, m.heads.map(unpackChunk), m.tag, scratch)));
       } finally {
-        if (scratch.measure() > 0) idle = setTimeout(letGo, SCRATCH_IDLE_MS);
+        held = scratch.measure();
+        if (held > 0) idle = setTimeout(letGo, SCRATCH_IDLE_MS);
       }
-      self.postMessage({ id: m.id, ok: true, value, scratch: scratch.measure() }, transfer);
+      self.postMessage({ id: m.id, ok: true, value, scratch: held }, transfer);
     } else if (m.kind === "decode") {
       // The columns go back with their buffers handed over.
       const { value, transfer } = packOwned(decodeFile(m.file));
