@@ -132,10 +132,14 @@ wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: WARM_BATCH_S, core: 
 interface Measured extends WrkResult {
   cpuPerReqUs: number;
 }
-function measure(url: string, script: string, pid: number, extraEnv: Record<string, string> = {}): Measured {
+/** When each row ran (ms since the epoch): the server log's synchronous collections are counted against the row they fell in. */
+const spans: { key: string; start: number; end: number }[] = [];
+function measure(key: string, url: string, script: string, pid: number, extraEnv: Record<string, string> = {}): Measured {
+  const start = Date.now();
   const c0 = cpuMicros(pid);
   const r = wrk(url, script, { connections: CONNS, seconds: SECONDS, core: 1, env: { ...env, ...extraEnv } });
   const c1 = cpuMicros(pid);
+  spans.push({ key, start, end: Date.now() });
   return { ...r, cpuPerReqUs: (c1 - c0) / Math.max(1, r.requests) };
 }
 
@@ -146,9 +150,9 @@ const PACED_SHARE = 0.6;
 const paceWaits: number[] = [];
 const queryRates: number[] = [];
 for (let round = 0; round < ROUNDS; round++) {
-  runs.bare!.push(measure(`${bareUrl}/v1/event`, web, bare.pid));
-  runs.web!.push(measure(`${base}/v1/event`, web, server.pid));
-  const full = measure(`${base}/v1/batch`, bat, server.pid);
+  runs.bare!.push(measure("bare", `${bareUrl}/v1/event`, web, bare.pid));
+  runs.web!.push(measure("web", `${base}/v1/event`, web, server.pid));
+  const full = measure("batch", `${base}/v1/batch`, bat, server.pid);
   runs.batch!.push(full);
   // The same load below capacity: each connection waits between requests so that the 64
   // together offer PACED_SHARE of what this round's saturating row reached. At saturation
@@ -159,18 +163,15 @@ for (let round = 0; round < ROUNDS; round++) {
   // To the warm-up app: the measured app's data, which the query load reads, stays what
   // earlier runs had (its volume sets the queries' cost, and through them the p99 of the
   // rows with query load).
-  runs.batchPaced!.push(measure(`${base}/v1/batch`, bat, server.pid, { PACE_MS: String(paceMs), APP_KEY: warmApp.key }));
+  runs.batchPaced!.push(measure("batchPaced", `${base}/v1/batch`, bat, server.pid, { PACE_MS: String(paceMs), APP_KEY: warmApp.key }));
   for (const [key, url, script] of [
     ["webQ", `${base}/v1/event`, web],
     ["batchQ", `${base}/v1/batch`, bat],
   ] as const) {
     const q = Bun.spawn(["taskset", "-c", "1", "wrk", "-t1", "-c4", `-d${SECONDS}s`, "-s", qry, base], { env: { ...process.env, ...env }, stdout: "pipe" });
-    const c0 = cpuMicros(server.pid);
-    const r = wrk(url, script, { connections: CONNS, seconds: SECONDS, core: 1, env });
-    const c1 = cpuMicros(server.pid);
+    runs[key]!.push(measure(key, url, script, server.pid));
     const qText = await new Response(q.stdout).text();
     queryRates.push(Number(/Requests\/sec:\s+([\d.]+)/.exec(qText)?.[1] ?? 0));
-    runs[key]!.push({ ...r, cpuPerReqUs: (c1 - c0) / Math.max(1, r.requests) });
   }
 }
 
@@ -182,7 +183,7 @@ await Promise.all([server.exited, bare.exited]);
 const forced = readFileSync(join(dir, "server.log"), "utf8")
   .split("\n")
   .filter((l) => l.includes("garbage collected at once"))
-  .map((l) => JSON.parse(l) as { ms: number });
+  .map((l) => JSON.parse(l) as { ts: string; ms: number });
 const forcedMs = forced.reduce((a, f) => a + f.ms, 0);
 const forcedMax = forced.reduce((a, f) => Math.max(a, f.ms), 0);
 const asked = readFileSync(join(dir, "server.log"), "utf8")
@@ -212,7 +213,10 @@ const table = rows
   .map(([name, key, per]) => {
     const rs = runs[key]!;
     const ratios = rs.map((r, i) => (r.rps * per) / runs.bare![i]!.rps);
-    return `| ${name} | ${fmt(median(rs.map((r) => r.rps)))} | ${fmt(median(rs.map((r) => r.rps * per)))} | ${fmt(median(rs.map((r) => r.p50ms)), 2)} | ${fmt(median(rs.map((r) => r.p99ms)), 2)} | ${fmt(median(ratios), 2)}x (${ratios.map((x) => fmt(x, 2)).join(", ")}) | ${fmt(median(rs.map((r) => r.cpuPerReqUs)), 1)} | ${rs.reduce((a, r) => a + r.non2xx, 0)} |`;
+    // The log line is written as the collection ends: it belongs to the row it ended in.
+    const gcs = forced.filter((f) => spans.some((sp) => sp.key === key && Date.parse(f.ts) >= sp.start && Date.parse(f.ts) <= sp.end));
+    const gcText = gcs.length ? `${gcs.length} (${fmt(gcs.reduce((a, f) => a + f.ms, 0))} ms)` : "0";
+    return `| ${name} | ${fmt(median(rs.map((r) => r.rps)))} | ${fmt(median(rs.map((r) => r.rps * per)))} | ${fmt(median(rs.map((r) => r.p50ms)), 2)} | ${fmt(median(rs.map((r) => r.p99ms)), 2)} (${rs.map((r) => fmt(r.p99ms, 1)).join(", ")}) | ${fmt(median(ratios), 2)}x (${ratios.map((x) => fmt(x, 2)).join(", ")}) | ${fmt(median(rs.map((r) => r.cpuPerReqUs)), 1)} | ${rs.reduce((a, r) => a + r.non2xx, 0)} | ${gcText} |`;
   })
   .join("\n");
 
@@ -226,10 +230,10 @@ const body = `## Ingest (bench/ingest.ts)
 - Load: web events from a pool of 50,000 visitor addresses (one new address per request would make every event a new visit); batches from 5,000 devices, each with its own address and its own session id (until 2026-11-22 every batch carried one fixed session id).
 - CPU µs/request: the server process's user+system CPU time over the row divided by the requests it answered (steadier than throughput on a noisy host).
 
-| Row | Requests/s | Events/s | p50 ms | p99 ms | Events/s ÷ bare requests/s (per round) | CPU µs/request | Non-2xx |
-|---|---|---|---|---|---|---|---|
+| Row | Requests/s | Events/s | p50 ms | p99 ms (per round) | Events/s ÷ bare requests/s (per round) | CPU µs/request | Non-2xx | Synchronous collections (all rounds) |
+|---|---|---|---|---|---|---|---|---|
 ${table}
 
-Targets (issue [3/7]): web events at least 0.6x the bare requests/s with p99 at most 3 ms at 64 connections; batches at least 4x the bare requests/s counted in events, p99 under 25 ms. Synchronous collections by the load shedder (RSS within 64 MiB of its shedding bound; each holds the event loop): ${forced.length}, ${fmt(forcedMs)} ms in all, the longest ${fmt(forcedMax)} ms; concurrent collections it asked for: ${asked}. Checkpoints (flushes) during the run: ${held.length}, each holding the event loop ${held.length ? `${fmt(held[Math.floor(held.length / 2)]!)} ms (median), ${fmt(held[held.length - 1]!)} ms at most` : "-"} (snapshot, transaction and finish, from their log lines). Server RSS at the end of the run: ${fmt(rss)} MiB (the events of the run are held as columns: the newest in the in-memory head, the rest in flushed partitions kept decoded in the cache, within the cache budget of 60% of SEXTANT_MEMORY_MB less the partition writer's pooled working arrays, about 120 MiB here; docs/storage.md).`;
+Targets (issue [3/7]): web events at least 0.6x the bare requests/s with p99 at most 3 ms at 64 connections; batches at least 4x the bare requests/s counted in events, p99 under 25 ms. Synchronous collections by the load shedder (RSS within 64 MiB of its shedding bound; each holds the event loop, and every answer waiting meanwhile; the last column counts those that ended during a row): ${forced.length}, ${fmt(forcedMs)} ms in all, the longest ${fmt(forcedMax)} ms; concurrent collections it asked for: ${asked}. Checkpoints (flushes) during the run: ${held.length}, each holding the event loop ${held.length ? `${fmt(held[Math.floor(held.length / 2)]!)} ms (median), ${fmt(held[held.length - 1]!)} ms at most` : "-"} (snapshot, transaction and finish, from their log lines). Server RSS at the end of the run: ${fmt(rss)} MiB (the events of the run are held as columns: the newest in the in-memory head, the rest in flushed partitions kept decoded in the cache, within the cache budget of 60% of SEXTANT_MEMORY_MB less the partition writer's pooled working arrays, about 120 MiB here; docs/storage.md).`;
 writeSection("ingest", body);
 console.log(body);

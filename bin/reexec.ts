@@ -6,6 +6,7 @@
 // musl; elsewhere, or if anything fails, the server simply runs with the defaults.
 
 import { readFileSync } from "node:fs";
+import { LIBC_NAMES } from "../src/util/libc.ts";
 
 /** Returns only when the process could not be started again (it then goes on as it is). */
 export function reexecWith(extra: Record<string, string>): void {
@@ -21,7 +22,7 @@ export function reexecWith(extra: Record<string, string>): void {
   const env = { ...process.env, ...extra } as Record<string, string>;
   // Required lazily: bun:ffi loads nothing until asked, and only serve gets here.
   const { dlopen, FFIType, ptr } = require("bun:ffi") as typeof import("bun:ffi");
-  for (const lib of ["libc.so.6", "libc.musl-x86_64.so.1", "libc.musl-aarch64.so.1"]) {
+  for (const lib of LIBC_NAMES) {
     let libc: { symbols: { execve: (...a: unknown[]) => number }; close(): void };
     try {
       libc = dlopen(lib, { execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 } }) as never;

@@ -24,6 +24,7 @@ export interface Config {
   hardLimitPercent: number;
   memoryMb: number;
   flushEvents: number;
+  writerNice: number;
   answerBacklog: number;
   queryBudgetMs: number;
   queryQueue: number;
@@ -271,6 +272,18 @@ export const OPTIONS = [
     fallback: () => 1_000_000,
     parse: int(1, 100_000_000),
   } satisfies Option<"flushEvents">,
+  {
+    key: "writerNice",
+    env: "SEXTANT_WRITER_NICE",
+    flag: "--writer-nice",
+    unit: "nice steps",
+    defaultText: "5",
+    description:
+      "How much lower than the server's own the scheduling priority of the partition writer's thread is (Linux). Its flushes come in bursts of hundreds of ms of CPU; at a lower priority they take the time the answers leave rather than half of a busy core. 0 leaves it as it is.",
+    accepts: "an integer from 0 to 19",
+    fallback: () => 5,
+    parse: int(0, 19),
+  } satisfies Option<"writerNice">,
   {
     key: "answerBacklog",
     env: "SEXTANT_ANSWER_BACKLOG",

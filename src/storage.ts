@@ -47,6 +47,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
       cacheBytes: Math.floor(memory * 0.6),
       scratchBytes: Math.min(256 * 1024 * 1024, Math.floor(memory / 8)),
       flushEvents: config.flushEvents,
+      writerNice: config.writerNice,
     });
     const ingest = new Ingest({
       db,

@@ -62,6 +62,8 @@ describe("compiled executable", () => {
       expect(await p.signal("SIGTERM")).toBe(0);
     }
     expect(p.output()).not.toContain("worker unavailable");
+    // The partition writer's thread lowered its own priority (bun:ffi, in a worker, compiled).
+    if (process.platform === "linux") expect(p.output()).toContain('"msg":"partition writer thread at a lower priority","nice":5');
     // After a restart the log is replayed: the same batch id gets the first answer.
     // Restarted with Stripe on: the stripe package's webhook verification works compiled.
     const q = await run({ SEXTANT_STRIPE_SECRET_KEY: "sk_test_bin", SEXTANT_STRIPE_WEBHOOK_SECRET: "whsec_bin" });

@@ -74,6 +74,36 @@ describe("sextant command line", () => {
       expect(await q.signal("SIGTERM")).toBe(0);
     }
   });
+
+  // SEXTANT_WRITER_NICE: the partition writer's thread runs that many steps below the
+  // server; nothing else does. Linux only (/proc, per-thread nice).
+  test.skipIf(process.platform !== "linux")("the partition writer's thread runs at the lower priority asked for, and only it", async () => {
+    const niceOf = (pid: number) =>
+      readdirSync(`/proc/${pid}/task`).map((t) => {
+        const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8");
+        // Field 19 (nice): counted after the parenthesised name, which may hold spaces.
+        return { tid: Number(t), comm: readFileSync(`/proc/${pid}/task/${t}/comm`, "utf8").trim(), nice: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) };
+      });
+    const p = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp(), SEXTANT_WRITER_NICE: "7", SEXTANT_LOG: "json" });
+    try {
+      for (let i = 0; i < 50 && !p.output().includes("at a lower priority"); i++) await Bun.sleep(100);
+      expect(p.output()).toContain('"msg":"partition writer thread at a lower priority","nice":7');
+      const lowered = niceOf(p.proc.pid).filter((t) => t.nice !== 0);
+      expect(lowered.map((t) => [t.comm, t.nice])).toEqual([["Worker", 7]]);
+      expect(niceOf(p.proc.pid).find((t) => t.tid === p.proc.pid)!.nice).toBe(0);
+    } finally {
+      expect(await p.signal("SIGTERM")).toBe(0);
+    }
+    const q = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp(), SEXTANT_WRITER_NICE: "0", SEXTANT_LOG: "json" });
+    try {
+      expect((await fetch(q.url + "/healthz")).status).toBe(200);
+      await Bun.sleep(300);
+      expect(niceOf(q.proc.pid).filter((t) => t.nice !== 0)).toEqual([]);
+      expect(q.output()).not.toContain("priority");
+    } finally {
+      expect(await q.signal("SIGTERM")).toBe(0);
+    }
+  });
 });
 
 describe("graceful stop", () => {

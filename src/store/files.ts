@@ -8,6 +8,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../log.ts";
+import type { NiceResult } from "../util/thread-priority.ts";
 import { dateDir, partitionName, type Partition } from "./catalog.ts";
 import { CTX_DIMS, Dict, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
 import { FRESH, type Scratch } from "./scratch.ts";
@@ -253,8 +254,11 @@ export function decodeFile(file: string): Chunk {
 /** `scratch`: the thread's pooled bytes, sent after each flush and when the pool is let go (id 0). */
 type Reply = ({ id: number; ok: true; value: unknown } | { id: number; ok: false; error: string }) & { scratch?: number };
 
-/** `scratchBytes`: the most the thread keeps between flushes (0: nothing, as the inline writer). */
-export function startFileWorker(log: Logger, scratchBytes = 0): PartitionFiles {
+/**
+ * `scratchBytes`: the most the thread keeps between flushes (0: nothing, as the inline writer).
+ * `nice`: steps by which the thread runs below the server's priority (0: the same).
+ */
+export function startFileWorker(log: Logger, scratchBytes = 0, nice = 0): PartitionFiles {
   let worker: Worker;
   try {
     worker = new Worker(new URL("./flush-worker.ts", import.meta.url).href);
@@ -288,6 +292,13 @@ export function startFileWorker(log: Logger, scratchBytes = 0): PartitionFiles {
       waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
       worker.postMessage({ ...msg, id }, transfer);
     });
+  if (nice > 0) {
+    // The first message, so the first flush already runs at the lower priority.
+    call<NiceResult>({ kind: "nice", steps: nice }).then(
+      (r) => (r.ok ? log.info("partition writer thread at a lower priority", { nice: r.nice }) : log.warn("partition writer thread at the server's priority", { reason: r.reason })),
+      () => {},
+    );
+  }
   return {
     flush: (dir, heads, tag) => {
       // packChunk posts views of the heads' shared arrays (queries go on reading them

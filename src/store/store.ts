@@ -53,6 +53,8 @@ export interface StoreOptions {
    * bytes (default 0). What it keeps is taken from the cache budget.
    */
   scratchBytes?: number;
+  /** Nice steps by which the partition writer's thread runs below the server (default 0: the same). */
+  writerNice?: number;
   /** Who writes partition files; by default a worker thread. */
   files?: PartitionFiles;
 }
@@ -84,7 +86,7 @@ export class EventStore implements EventSink {
 
   constructor(private o: StoreOptions) {
     this.catalog = new Catalog(o.dir);
-    this.files = o.files ?? startFileWorker(o.log, o.scratchBytes ?? 0);
+    this.files = o.files ?? startFileWorker(o.log, o.scratchBytes ?? 0, o.writerNice ?? 0);
     this.live = new LiveCounts();
   }
 
