@@ -254,25 +254,21 @@ export function decodeFile(file: string): Chunk {
 /** `scratch`: the thread's pooled bytes, sent after each flush and when the pool is let go (id 0). */
 type Reply = ({ id: number; ok: true; value: unknown } | { id: number; ok: false; error: string }) & { scratch?: number };
 
-/**
- * `scratchBytes`: the most the thread keeps between flushes (0: nothing, as the inline writer).
- * `nice`: steps by which the thread runs below the server's priority (0: the same).
- */
-export function startFileWorker(log: Logger, scratchBytes = 0, nice = 0): PartitionFiles {
+/** A worker thread running flush-worker.ts, and calls to it answered by id. */
+function connect(log: Logger, role: string, fallback: string, onScratch?: (bytes: number) => void) {
   let worker: Worker;
   try {
     worker = new Worker(new URL("./flush-worker.ts", import.meta.url).href);
   } catch (e) {
-    log.warn("partition writer thread unavailable; writing on the main thread", { error: (e as Error).message });
-    return inlineFiles;
+    log.warn(`${role} thread unavailable; ${fallback}`, { error: (e as Error).message });
+    return null;
   }
   let next = 1;
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   /** Set once the thread has failed or been closed: calls are refused at once, never left waiting. */
   let dead: Error | null = null;
-  let scratchHeld = 0;
   worker.onmessage = (e: MessageEvent<Reply>) => {
-    if (e.data.scratch !== undefined) scratchHeld = e.data.scratch;
+    if (e.data.scratch !== undefined) onScratch?.(e.data.scratch);
     const w = waiting.get(e.data.id);
     if (!w) return;
     waiting.delete(e.data.id);
@@ -284,39 +280,72 @@ export function startFileWorker(log: Logger, scratchBytes = 0, nice = 0): Partit
     for (const w of waiting.values()) w.reject(err);
     waiting.clear();
   };
-  worker.onerror = (e) => fail(new Error(`partition writer thread failed: ${e.message}`));
-  const call = <T>(msg: Record<string, unknown>, transfer: ArrayBuffer[] = []) =>
-    new Promise<T>((resolve, reject) => {
-      if (dead) return reject(dead);
-      const id = next++;
-      waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      worker.postMessage({ ...msg, id }, transfer);
-    });
+  worker.onerror = (e) => fail(new Error(`${role} thread failed: ${e.message}`));
+  return {
+    call: <T>(msg: Record<string, unknown>, transfer: ArrayBuffer[] = []) =>
+      new Promise<T>((resolve, reject) => {
+        if (dead) return reject(dead);
+        const id = next++;
+        waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+        worker.postMessage({ ...msg, id }, transfer);
+      }),
+    post: (msg: Record<string, unknown>) => {
+      if (!dead) worker.postMessage(msg);
+    },
+    dead: () => dead !== null,
+    close: () => {
+      worker.terminate();
+      fail(new Error(`${role} thread closed`));
+    },
+  };
+}
+
+/**
+ * `scratchBytes`: the most the writer keeps between flushes (0: nothing, as the inline writer).
+ * `nice`: steps by which the writer's thread runs below the server's priority (0: the same).
+ *
+ * Decodes for queries go to a second thread of their own, started at the first one, at the
+ * server's priority: behind the writer they waited for whole flushes, and at the writer's
+ * lower priority a dashboard under saturating ingest got 1-32 answers a second instead of
+ * 67 (bench/RESULTS.md, fifteenth session).
+ */
+export function startFileWorker(log: Logger, scratchBytes = 0, nice = 0): PartitionFiles {
+  let scratchHeld = 0;
+  const writer = connect(log, "partition writer", "writing on the main thread", (b) => (scratchHeld = b));
+  if (!writer) return inlineFiles;
   if (nice > 0) {
     // The first message, so the first flush already runs at the lower priority.
-    call<NiceResult>({ kind: "nice", steps: nice }).then(
+    writer.call<NiceResult>({ kind: "nice", steps: nice }).then(
       (r) => (r.ok ? log.info("partition writer thread at a lower priority", { nice: r.nice }) : log.warn("partition writer thread at the server's priority", { reason: r.reason })),
       () => {},
     );
   }
+  let reader: ReturnType<typeof connect> | undefined;
+  let closed = false;
   return {
     flush: (dir, heads, tag) => {
       // packChunk posts views of the heads' shared arrays (queries go on reading them
       // meanwhile); anything it copies is handed over, not copied a second time.
       const packed = heads.map((h) => packChunk(h));
-      return call<(Partition & { decoded?: PackedChunk })[]>({ kind: "flush", dir, tag, heads: packed, scratchBytes }, packed.flatMap(buffersOf)).then((ws) =>
+      return writer.call<(Partition & { decoded?: PackedChunk })[]>({ kind: "flush", dir, tag, heads: packed, scratchBytes }, packed.flatMap(buffersOf)).then((ws) =>
         ws.map(({ decoded, ...p }) => (decoded ? { ...p, decoded: unpackChunk(decoded) } : p)),
       );
     },
-    compact: (dir, app, date, parts, crashAt) => call<Partition | null>({ kind: "compact", dir, app, date, parts, crashAt }),
-    decode: (file) => call<PackedChunk>({ kind: "decode", file }).then(unpackChunk),
-    close: async () => {
-      worker.terminate();
-      fail(new Error("partition writer thread closed"));
+    compact: (dir, app, date, parts, crashAt) => writer.call<Partition | null>({ kind: "compact", dir, app, date, parts, crashAt }),
+    decode: (file) => {
+      // Without a reader thread of its own (it could not start), decodes go to the writer's.
+      if (!closed && reader === undefined) reader = connect(log, "partition reader", "decoding in the writer's thread");
+      const via = reader && !reader.dead() ? reader : writer;
+      return via.call<PackedChunk>({ kind: "decode", file }).then(unpackChunk);
     },
-    scratchHeld: () => (dead ? 0 : scratchHeld),
+    close: async () => {
+      closed = true;
+      writer.close();
+      reader?.close();
+    },
+    scratchHeld: () => (writer.dead() ? 0 : scratchHeld),
     releaseScratch: () => {
-      if (!dead && scratchHeld > 0) worker.postMessage({ kind: "release", id: 0 });
+      if (scratchHeld > 0) writer.post({ kind: "release", id: 0 });
     },
   };
 }

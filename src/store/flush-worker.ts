@@ -1,5 +1,6 @@
-// The partition writer's worker thread: flushes, compactions and decodes (files.ts), one
-// at a time.
+// The partition writer's worker thread: flushes and compactions (files.ts), one at a
+// time. The same script runs the partition reader's thread, which decodes partitions for
+// queries at the server's priority.
 
 import { compactFiles, decodeFile, packOwned, packWritten, unpackChunk, writeHeadFiles, type packChunk } from "./files.ts";
 import type { Partition } from "./catalog.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { EventStore } from "../../src/store/store.ts";
 import { derive, eventsOf, HeadChunk } from "../../src/store/chunk.ts";
@@ -187,6 +187,39 @@ describe("event store", () => {
     expect(s.count(6)).toBe(20_000);
     expect(canonical(s.events(6))).toEqual(canonical(evs));
     expect(s.cacheStats().bytes).toBeLessThanOrEqual(200_000 + 200_000); // at most one file over, while in use
+  });
+
+  // Linux only: per-thread nice values, read from /proc.
+  test.skipIf(process.platform !== "linux")("queries' decodes run in a thread of their own at the process's priority; the writer's runs lower", async () => {
+    const threads = () =>
+      new Map(
+        readdirSync("/proc/self/task").map((t) => {
+          const stat = readFileSync(`/proc/self/task/${t}/stat`, "utf8");
+          return [t, { comm: readFileSync(`/proc/self/task/${t}/comm`, "utf8").trim(), nice: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) }];
+        }),
+      );
+    const s = new EventStore({ dir: tmp(), log, cacheBytes: 200_000, flushEvents: 1e9, writerNice: 4 });
+    try {
+      const evs = randomEvents(8, 20_000, { seed: 8, start: Date.UTC(2026, 10, 1), spanMs: 5 * DAY_MS });
+      s.append(evs);
+      await flush(s, 1);
+      const before = threads();
+      const own = before.get(String(process.pid))!.nice;
+      // The writer lowered itself by the steps asked (its first message, answered before the flush).
+      expect([...before.values()].filter((t) => t.comm === "Worker" && t.nice === own + 4)).toHaveLength(1);
+      // The cache holds a few of the partitions: the rest are decoded for the query.
+      const parts = s.plan(8, -Infinity, Infinity).partitions;
+      const reader = { pinned: new Map(), inline: new Set<string>() };
+      expect(await s.decodeOffThread(parts, reader, performance.now() + 20_000)).toBe(true);
+      expect(reader.inline.size).toBe(0);
+      expect(canonical(parts.flatMap((p) => [...eventsOf(reader.pinned.get(p.file)!)]))).toEqual(canonical(evs));
+      // One worker thread more, at the process's own priority: the reader. (The engine may
+      // start threads of its own meanwhile, a collector's say: only workers are counted.)
+      const added = [...threads()].filter(([tid, t]) => !before.has(tid) && t.comm === "Worker").map(([, t]) => t);
+      expect(added).toEqual([{ comm: "Worker", nice: own }]);
+    } finally {
+      await s.close();
+    }
   });
 
   test("what queries derive from a cached partition counts in the cache's bytes", async () => {
