@@ -316,7 +316,11 @@ export function startFileWorker(log: Logger, scratchBytes = 0, nice = 0): Partit
   if (nice > 0) {
     // The first message, so the first flush already runs at the lower priority.
     writer.call<NiceResult>({ kind: "nice", steps: nice }).then(
-      (r) => (r.ok ? log.info("partition writer thread at a lower priority", { nice: r.nice }) : log.warn("partition writer thread at the server's priority", { reason: r.reason })),
+      // Off Linux a thread's priority is not its own to set: expected there, worth a warning only on Linux.
+      (r) =>
+        r.ok
+          ? log.info("partition writer thread at a lower priority", { nice: r.nice })
+          : (process.platform === "linux" ? log.warn : log.info)("partition writer thread at the server's priority", { reason: r.reason }),
       () => {},
     );
   }
