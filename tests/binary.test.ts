@@ -2,10 +2,11 @@
 // empty directory (no node_modules anywhere near), and checks it serves.
 
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, readFileSync } from "node:fs";
 import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
+import { threadsOf } from "./helpers/threads.ts";
 import { tempDir } from "./helpers/tmp.ts";
 
 const root = join(import.meta.dir, "..");
@@ -39,8 +40,7 @@ describe("compiled executable", () => {
       // Started again with the engine's settings (bin/reexec.ts) inside the executable too.
       if (process.platform === "linux") {
         expect(readFileSync(`/proc/${p.proc.pid}/environ`, "utf8").split("\0")).toContain("BUN_JSC_useWarmUpMarkedBlocks=0");
-        const threads = readdirSync(`/proc/${p.proc.pid}/task`).map((t) => readFileSync(`/proc/${p.proc.pid}/task/${t}/comm`, "utf8").trim());
-        expect(threads).not.toContain("JSCWarmUp");
+        expect(threadsOf(p.proc.pid).map((t) => t.comm)).not.toContain("JSCWarmUp");
       }
       const doc = (await (await fetch(p.url + "/api/v1/openapi.json")).json()) as { openapi: string };
       expect(doc.openapi).toStartWith("3.");

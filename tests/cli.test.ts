@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
+import { threadsOf } from "./helpers/threads.ts";
 import { tempDir } from "./helpers/tmp.ts";
 
 const entry = join(import.meta.dir, "..", "bin", "sextant.ts");
@@ -53,7 +54,7 @@ describe("sextant command line", () => {
   // ENGINE_ENV (src/config.ts): the engine reads it only at start, so serve starts itself
   // again with it, in the same process (bin/reexec.ts). Linux only (/proc).
   test.skipIf(process.platform !== "linux")("serve runs with the engine settings, in the process that was started", async () => {
-    const threads = (pid: number) => readdirSync(`/proc/${pid}/task`).map((t) => readFileSync(`/proc/${pid}/task/${t}/comm`, "utf8").trim());
+    const threads = (pid: number) => threadsOf(pid).map((t) => t.comm);
     const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
     const p = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp() });
     try {
@@ -78,19 +79,13 @@ describe("sextant command line", () => {
   // SEXTANT_WRITER_NICE: the partition writer's thread runs that many steps below the
   // server; nothing else does. Linux only (/proc, per-thread nice).
   test.skipIf(process.platform !== "linux")("the partition writer's thread runs at the lower priority asked for, and only it", async () => {
-    const niceOf = (pid: number) =>
-      readdirSync(`/proc/${pid}/task`).map((t) => {
-        const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, "utf8");
-        // Field 19 (nice): counted after the parenthesised name, which may hold spaces.
-        return { tid: Number(t), comm: readFileSync(`/proc/${pid}/task/${t}/comm`, "utf8").trim(), nice: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) };
-      });
     const p = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp(), SEXTANT_WRITER_NICE: "7", SEXTANT_LOG: "json" });
     try {
       for (let i = 0; i < 50 && !p.output().includes("at a lower priority"); i++) await Bun.sleep(100);
       expect(p.output()).toContain('"msg":"partition writer thread at a lower priority","nice":7');
-      const lowered = niceOf(p.proc.pid).filter((t) => t.nice !== 0);
+      const lowered = threadsOf(p.proc.pid).filter((t) => t.nice !== 0);
       expect(lowered.map((t) => [t.comm, t.nice])).toEqual([["Worker", 7]]);
-      expect(niceOf(p.proc.pid).find((t) => t.tid === p.proc.pid)!.nice).toBe(0);
+      expect(threadsOf(p.proc.pid).find((t) => t.tid === p.proc.pid)!.nice).toBe(0);
     } finally {
       expect(await p.signal("SIGTERM")).toBe(0);
     }
@@ -98,7 +93,7 @@ describe("sextant command line", () => {
     try {
       expect((await fetch(q.url + "/healthz")).status).toBe(200);
       await Bun.sleep(300);
-      expect(niceOf(q.proc.pid).filter((t) => t.nice !== 0)).toEqual([]);
+      expect(threadsOf(q.proc.pid).filter((t) => t.nice !== 0)).toEqual([]);
       expect(q.output()).not.toContain("priority");
     } finally {
       expect(await q.signal("SIGTERM")).toBe(0);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { EventStore } from "../../src/store/store.ts";
 import { derive, eventsOf, HeadChunk } from "../../src/store/chunk.ts";
@@ -9,6 +9,7 @@ import type { StoredEvent } from "../../src/store/event.ts";
 import { canonical, randomEvents } from "../helpers/events.ts";
 import { refDaily, refMedian } from "../helpers/reference.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { threadsOf } from "../helpers/threads.ts";
 
 const log = createLogger("silent");
 const mk = (dir: string, cacheBytes = 64 << 20) => new EventStore({ dir, log, cacheBytes, flushEvents: 1e9 });
@@ -191,13 +192,7 @@ describe("event store", () => {
 
   // Linux only: per-thread nice values, read from /proc.
   test.skipIf(process.platform !== "linux")("queries' decodes run in a thread of their own at the process's priority; the writer's runs lower", async () => {
-    const threads = () =>
-      new Map(
-        readdirSync("/proc/self/task").map((t) => {
-          const stat = readFileSync(`/proc/self/task/${t}/stat`, "utf8");
-          return [t, { comm: readFileSync(`/proc/self/task/${t}/comm`, "utf8").trim(), nice: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) }];
-        }),
-      );
+    const threads = () => new Map(threadsOf().map(({ tid, comm, nice }) => [String(tid), { comm, nice }]));
     const s = new EventStore({ dir: tmp(), log, cacheBytes: 200_000, flushEvents: 1e9, writerNice: 4 });
     try {
       const evs = randomEvents(8, 20_000, { seed: 8, start: Date.UTC(2026, 10, 1), spanMs: 5 * DAY_MS });

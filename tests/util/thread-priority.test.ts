@@ -1,12 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync, readdirSync } from "node:fs";
 import { lowerThisThread, type NiceResult } from "../../src/util/thread-priority.ts";
-
-const niceOfThreads = () =>
-  readdirSync(`/proc/${process.pid}/task`).map((t) => {
-    const stat = readFileSync(`/proc/${process.pid}/task/${t}/stat`, "utf8");
-    return { tid: Number(t), nice: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) };
-  });
+import { threadsOf } from "../helpers/threads.ts";
 
 /** Runs lowerThisThread(steps) twice in a fresh worker thread; answers both results and that thread's id. */
 async function inWorker(steps: number): Promise<{ first: NiceResult; again: NiceResult; tid: number }> {
@@ -21,7 +15,7 @@ async function inWorker(steps: number): Promise<{ first: NiceResult; again: Nice
   const w = new Worker(URL.createObjectURL(new Blob([src], { type: "application/javascript" })));
   const r = await new Promise<{ first: NiceResult; again: NiceResult; tid: number }>((resolve) => (w.onmessage = (e) => resolve(e.data)));
   // Read while the thread is alive, then let it go.
-  const seen = niceOfThreads().find((t) => t.tid === r.tid)?.nice;
+  const seen = threadsOf().find((t) => t.tid === r.tid)?.nice;
   w.terminate();
   expect(seen).toBe(r.first.ok ? (r.again.ok ? r.again.nice : r.first.nice) : 0);
   return r;
@@ -29,11 +23,11 @@ async function inWorker(steps: number): Promise<{ first: NiceResult; again: Nice
 
 describe.skipIf(process.platform !== "linux")("lowering one thread's priority", () => {
   test("only the calling thread goes down, by the steps asked, and stops at 19", async () => {
-    const before = niceOfThreads().find((t) => t.tid === process.pid)!.nice;
+    const before = threadsOf().find((t) => t.tid === process.pid)!.nice;
     const r = await inWorker(6);
     expect(r.first).toEqual({ ok: true, nice: before + 6 });
     expect(r.again).toEqual({ ok: true, nice: before + 12 });
-    expect(niceOfThreads().find((t) => t.tid === process.pid)!.nice).toBe(before);
+    expect(threadsOf().find((t) => t.tid === process.pid)!.nice).toBe(before);
     const top = await inWorker(15);
     expect(top.first).toEqual({ ok: true, nice: Math.min(19, before + 15) });
     expect(top.again).toEqual({ ok: true, nice: 19 });
