@@ -183,7 +183,7 @@ await Promise.all([server.exited, bare.exited]);
 const forced = readFileSync(join(dir, "server.log"), "utf8")
   .split("\n")
   .filter((l) => l.includes("garbage collected at once"))
-  .map((l) => JSON.parse(l) as { ts: string; ms: number });
+  .map((l) => JSON.parse(l) as { ts: string; ms: number; kind?: "heap" | "full" });
 const forcedMs = forced.reduce((a, f) => a + f.ms, 0);
 const forcedMax = forced.reduce((a, f) => Math.max(a, f.ms), 0);
 const asked = readFileSync(join(dir, "server.log"), "utf8")
@@ -234,6 +234,6 @@ const body = `## Ingest (bench/ingest.ts)
 |---|---|---|---|---|---|---|---|---|
 ${table}
 
-Targets (issue [3/7]): web events at least 0.6x the bare requests/s with p99 at most 3 ms at 64 connections; batches at least 4x the bare requests/s counted in events, p99 under 25 ms. Synchronous collections by the load shedder (RSS within 64 MiB of its shedding bound; each holds the event loop, and every answer waiting meanwhile; the last column counts those that ended during a row): ${forced.length}, ${fmt(forcedMs)} ms in all, the longest ${fmt(forcedMax)} ms; concurrent collections it asked for: ${asked}. Checkpoints (flushes) during the run: ${held.length}, each holding the event loop ${held.length ? `${fmt(held[Math.floor(held.length / 2)]!)} ms (median), ${fmt(held[held.length - 1]!)} ms at most` : "-"} (snapshot, transaction and finish, from their log lines). Server RSS at the end of the run: ${fmt(rss)} MiB (the events of the run are held as columns: the newest in the in-memory head, the rest in flushed partitions kept decoded in the cache, within the cache budget of 60% of SEXTANT_MEMORY_MB less the partition writer's pooled working arrays, about 120 MiB here; docs/storage.md).`;
+Targets (issue [3/7]): web events at least 0.6x the bare requests/s with p99 at most 3 ms at 64 connections; batches at least 4x the bare requests/s counted in events, p99 under 25 ms. Synchronous collections by the load shedder (RSS within 64 MiB of its shedding bound; each holds the event loop, and every answer waiting meanwhile; the last column counts those that ended during a row): ${forced.length} (${forced.filter((f) => f.kind === "heap").length} of the JS heap alone, ${forced.filter((f) => f.kind !== "heap").length} full), ${fmt(forcedMs)} ms in all, the longest ${fmt(forcedMax)} ms; concurrent collections it asked for: ${asked}. Checkpoints (flushes) during the run: ${held.length}, each holding the event loop ${held.length ? `${fmt(held[Math.floor(held.length / 2)]!)} ms (median), ${fmt(held[held.length - 1]!)} ms at most` : "-"} (snapshot, transaction and finish, from their log lines). Server RSS at the end of the run: ${fmt(rss)} MiB (the events of the run are held as columns: the newest in the in-memory head, the rest in flushed partitions kept decoded in the cache, within the cache budget of 60% of SEXTANT_MEMORY_MB less the partition writer's pooled working arrays, about 120 MiB here; docs/storage.md).`;
 writeSection("ingest", body);
 console.log(body);

@@ -32,24 +32,31 @@ describe("LoadShedder collections", () => {
     }
   });
 
-  test("near the shedding bound: a synchronous collection, reported with its duration", async () => {
-    const reported: { rss_before_mb: number; rss_after_mb: number; ms: number }[] = [];
-    // A shedding bound of 64 MiB: every check finds the process inside the urgent margin (64
-    // MiB below the bound), whatever memory earlier tests left or gave back. (16 MiB above
-    // the RSS of the moment failed now and then: the process can give back 48 MiB within
-    // the 200 ms.) No concurrent collection is asked for (its bound is out of reach), so
-    // each one seen is synchronous.
+  test("past the shedding bound: a synchronous collection of the heap, then at once a full one, each reported", async () => {
+    const reported: { kind: string; rss_before_mb: number; rss_after_mb: number; ms: number }[] = [];
+    // A shedding bound of 16 MiB: every check finds the process past it (a Bun process holds
+    // 25 MiB or more), whatever memory earlier tests left or gave back. (16 MiB above the RSS
+    // of the moment failed now and then: the process can give back 48 MiB within the 200
+    // ms.) No concurrent collection is asked for (its bound is out of reach), so each one
+    // seen is synchronous.
     let released = 0;
     let urgent = 0;
-    const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: 64 * MIB, gcAboveBytes: Number.MAX_SAFE_INTEGER }, (i) => reported.push(i), undefined, (u) => (released++, u && urgent++));
+    const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: 16 * MIB, gcAboveBytes: Number.MAX_SAFE_INTEGER }, (i) => reported.push(i), undefined, (u) => (released++, u && urgent++));
+    const start = performance.now();
     s.start();
     try {
+      // The JS heap alone first (its memory comes back as it is swept), and since the process
+      // is still past the shedding bound at the next check (every 50 ms), the full one then,
+      // not a second later; then none for a while (a full one that freed little backs off).
+      for (let i = 0; i < 20 && reported.length < 2; i++) await Bun.sleep(25);
+      const fullAfter = performance.now() - start;
       await Bun.sleep(200);
-      expect(s.forcedGc.count).toBeGreaterThanOrEqual(1);
+      expect(reported.map((r) => r.kind)).toEqual(["heap", "full"]);
+      expect(fullAfter).toBeLessThan(900);
+      expect(s.forcedGc.count).toBe(2);
       expect(released).toBe(s.forcedGc.count);
       expect(urgent).toBe(s.forcedGc.count);
       expect(s.askedGc).toBe(0);
-      expect(reported.length).toBe(s.forcedGc.count);
       expect(reported[0]!.rss_before_mb).toBeGreaterThan(0);
       expect(reported[0]!.ms).toBeGreaterThanOrEqual(0);
     } finally {
