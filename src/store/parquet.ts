@@ -87,7 +87,7 @@ type RowIndex = Int32Array | Map<number, number>;
 function entryPositions(rows: Uint32Array, n: number, index: RowIndex, outPos: Uint32Array, base: number, into: Int32Array): Int32Array {
   if (index instanceof Int32Array) {
     for (let j = 0; j < n; j++) {
-      const l = index[rows[j]!]!;
+      const l = index[rows[j]!] ?? -1;
       into[j] = l < 0 ? -1 : outPos[base + l]!;
     }
   } else {
