@@ -93,7 +93,7 @@ export class LoadShedder {
         if (escalate || t - this.lastSyncGc > this.syncEveryMs) {
           this.lastSyncGc = t;
           this.onPressure?.(true);
-          // First a collection of the JS heap alone (fullGC: 35-47 ms under the ingest
+          // First a collection of the JS heap alone (fullGC: 35-108 ms under the ingest
           // bench), whose garbage, request bodies and evicted partitions included, goes back
           // as the heap is swept over the next moments. Bun.gc(true) also sweeps at once and
           // makes the allocator return its free memory there and then: 100-190 ms, and the

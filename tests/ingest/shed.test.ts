@@ -35,10 +35,10 @@ describe("LoadShedder collections", () => {
   test("past the shedding bound: a synchronous collection of the heap, then at once a full one, each reported", async () => {
     const reported: { kind: string; rss_before_mb: number; rss_after_mb: number; ms: number }[] = [];
     // A shedding bound of 16 MiB: every check finds the process past it (a Bun process holds
-    // 25 MiB or more), whatever memory earlier tests left or gave back. (16 MiB above the RSS
-    // of the moment failed now and then: the process can give back 48 MiB within the 200
-    // ms.) No concurrent collection is asked for (its bound is out of reach), so each one
-    // seen is synchronous.
+    // 25 MiB or more), whatever memory earlier tests left or gave back. (A bound just above
+    // the RSS of the moment failed now and then: the process can give back 48 MiB within
+    // 200 ms.) No concurrent collection is asked for (its bound is out of reach), so each
+    // one seen is synchronous.
     let released = 0;
     let urgent = 0;
     const s = new LoadShedder({ maxLagMs: 1000, maxInFlight: 10, maxRssBytes: 16 * MIB, gcAboveBytes: Number.MAX_SAFE_INTEGER }, (i) => reported.push(i), undefined, (u) => (released++, u && urgent++));
