@@ -6,7 +6,7 @@
 // musl; elsewhere, or if anything fails, the server simply runs with the defaults.
 
 import { readFileSync } from "node:fs";
-import { LIBC_NAMES } from "../src/util/libc.ts";
+import { openLibc } from "../src/util/libc.ts";
 
 /** Returns only when the process could not be started again (it then goes on as it is). */
 export function reexecWith(extra: Record<string, string>): void {
@@ -21,31 +21,24 @@ export function reexecWith(extra: Record<string, string>): void {
   if (argv.length === 0) return;
   const env = { ...process.env, ...extra } as Record<string, string>;
   // Required lazily: bun:ffi loads nothing until asked, and only serve gets here.
-  const { dlopen, FFIType, ptr } = require("bun:ffi") as typeof import("bun:ffi");
-  for (const lib of LIBC_NAMES) {
-    let libc: { symbols: { execve: (...a: unknown[]) => number }; close(): void };
-    try {
-      libc = dlopen(lib, { execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 } }) as never;
-    } catch {
-      continue;
-    }
-    // The strings must stay alive (referenced from `keep`) until execve has read them.
-    const keep: Buffer[] = [];
-    const list = (items: string[]) => {
-      const a = new BigUint64Array(items.length + 1);
-      items.forEach((s, i) => {
-        const b = Buffer.from(`${s}\0`);
-        keep.push(b);
-        a[i] = BigInt(ptr(b));
-      });
-      return a;
-    };
-    const path = Buffer.from(`${process.execPath}\0`);
-    const args = list(argv);
-    const envp = list(Object.entries(env).map(([k, v]) => `${k}=${v}`));
-    libc.symbols.execve(ptr(path), ptr(args), ptr(envp));
-    // Only on failure.
-    libc.close();
-    return;
-  }
+  const { FFIType, ptr } = require("bun:ffi") as typeof import("bun:ffi");
+  const libc = openLibc({ execve: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 } });
+  if (!libc) return;
+  // The strings must stay alive (referenced from `keep`) until execve has read them.
+  const keep: Buffer[] = [];
+  const list = (items: string[]) => {
+    const a = new BigUint64Array(items.length + 1);
+    items.forEach((s, i) => {
+      const b = Buffer.from(`${s}\0`);
+      keep.push(b);
+      a[i] = BigInt(ptr(b));
+    });
+    return a;
+  };
+  const path = Buffer.from(`${process.execPath}\0`);
+  const args = list(argv);
+  const envp = list(Object.entries(env).map(([k, v]) => `${k}=${v}`));
+  libc.symbols.execve(ptr(path), ptr(args), ptr(envp));
+  // Only on failure.
+  libc.close();
 }

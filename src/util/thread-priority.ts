@@ -4,7 +4,7 @@
 // Lowering a priority needs no privilege. Elsewhere, or if anything fails, nothing changes.
 
 import { readlinkSync } from "node:fs";
-import { LIBC_NAMES } from "./libc.ts";
+import { openLibc } from "./libc.ts";
 
 const PRIO_PROCESS = 0;
 
@@ -23,27 +23,20 @@ export function lowerThisThread(steps: number): NiceResult {
   }
   if (!Number.isInteger(tid) || tid <= 0) return { ok: false, reason: "no thread id" };
   // Required lazily: bun:ffi loads nothing until asked.
-  const { dlopen, FFIType } = require("bun:ffi") as typeof import("bun:ffi");
-  for (const lib of LIBC_NAMES) {
-    let libc: { symbols: { getpriority: (w: number, who: number) => number; setpriority: (w: number, who: number, prio: number) => number }; close(): void };
-    try {
-      libc = dlopen(lib, {
-        getpriority: { args: [FFIType.i32, FFIType.u32], returns: FFIType.i32 },
-        setpriority: { args: [FFIType.i32, FFIType.u32, FFIType.i32], returns: FFIType.i32 },
-      }) as never;
-    } catch {
-      continue;
-    }
-    try {
-      // -1 is also getpriority's error value (errno is not at hand); the thread's own
-      // priority cannot fail to be read, and raising one without privilege is refused.
-      const now = libc.symbols.getpriority(PRIO_PROCESS, tid);
-      const want = Math.min(19, now + steps);
-      if (libc.symbols.setpriority(PRIO_PROCESS, tid, want) !== 0) return { ok: false, reason: "setpriority refused" };
-      return { ok: true, nice: libc.symbols.getpriority(PRIO_PROCESS, tid) };
-    } finally {
-      libc.close();
-    }
+  const { FFIType } = require("bun:ffi") as typeof import("bun:ffi");
+  const libc = openLibc({
+    getpriority: { args: [FFIType.i32, FFIType.u32], returns: FFIType.i32 },
+    setpriority: { args: [FFIType.i32, FFIType.u32, FFIType.i32], returns: FFIType.i32 },
+  });
+  if (!libc) return { ok: false, reason: "no C library found" };
+  try {
+    // -1 is also getpriority's error value (errno is not at hand); the thread's own
+    // priority cannot fail to be read, and raising one without privilege is refused.
+    const now = libc.symbols.getpriority(PRIO_PROCESS, tid);
+    const want = Math.min(19, now + steps);
+    if (libc.symbols.setpriority(PRIO_PROCESS, tid, want) !== 0) return { ok: false, reason: "setpriority refused" };
+    return { ok: true, nice: libc.symbols.getpriority(PRIO_PROCESS, tid) };
+  } finally {
+    libc.close();
   }
-  return { ok: false, reason: "no C library found" };
 }
