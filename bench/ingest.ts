@@ -179,19 +179,17 @@ const rss = Number(Bun.spawnSync(["ps", "-o", "rss=", "-p", String(server.pid)])
 server.kill("SIGTERM");
 bare.kill();
 await Promise.all([server.exited, bare.exited]);
+// The server's log, read once: its collections and checkpoints.
+const logLines = readFileSync(join(dir, "server.log"), "utf8").split("\n");
 // Collections the load shedder forced (RSS over its bound): each holds the event loop.
-const forced = readFileSync(join(dir, "server.log"), "utf8")
-  .split("\n")
+const forced = logLines
   .filter((l) => l.includes("garbage collected at once"))
   .map((l) => JSON.parse(l) as { ts: string; ms: number; kind?: "heap" | "full" });
 const forcedMs = forced.reduce((a, f) => a + f.ms, 0);
 const forcedMax = forced.reduce((a, f) => Math.max(a, f.ms), 0);
-const asked = readFileSync(join(dir, "server.log"), "utf8")
-  .split("\n")
-  .filter((l) => l.includes("garbage collection asked for")).length;
+const asked = logLines.filter((l) => l.includes("garbage collection asked for")).length;
 // What each checkpoint held the event loop for (its log line): every request waits that long.
-const held = readFileSync(join(dir, "server.log"), "utf8")
-  .split("\n")
+const held = logLines
   .filter((l) => l.includes('"msg":"checkpoint"'))
   .map((l) => JSON.parse(l) as { snapshot_ms: number; commit_ms: number; finish_ms: number })
   .map((c) => c.snapshot_ms + c.commit_ms + c.finish_ms)
