@@ -149,8 +149,8 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   if (!durable) d.log.error("metadata store fsync failed; the write-ahead log is kept", { error });
   const tFinish = performance.now();
   d.store.finishFlush(heads, written);
-  d.ingest.markSaved(ingestState);
   held.finish_ms = Math.round(performance.now() - tFinish);
+  await d.ingest.markSaved(ingestState);
   if (crashAt === "after-commit") throw new SimulatedCrash(crashAt);
   if (durable) {
     await d.ingest.dropLog(seq);

@@ -20,16 +20,18 @@ import { join } from "node:path";
 import type { Logger } from "../log.ts";
 import { hash53 } from "../util/hash.ts";
 import { checkSize, syncDir, writeAllAt, writeAtomic, writeAtomicAsync } from "../store/atomic.ts";
+import { STEP_ENTRIES, yieldToLoop } from "../util/yield.ts";
 
 const MAGIC = 0x534e4158; // "XANS"
 const VERSION = 1;
 const HEADER = 32;
 export const ENTRY = 48;
+const WORDS = ENTRY / 4;
 /** Entries per block of the sparse index: a lookup reads one block (12 KB) per run, now and then two. */
 export const BLOCK = 256;
 /** Runs whose sizes fall in one power of this are merged once there are this many of them. */
 const FANOUT = 4;
-/** Entries a merge reads or writes per step (with the event loop free between steps). */
+/** Entries a merge reads or writes at a time. */
 const STEP = 4096;
 
 /** Reason codes of a stored answer (u8), as runs and the in-memory ring keep them. */
@@ -87,35 +89,92 @@ function header(view: DataView, count: number, oldest: number, newest: number) {
   view.setFloat64(24, newest, true);
 }
 
+/**
+ * Indices 0..n-1 ordered by `hs` (53-bit hashes, as non-negative integers in doubles):
+ * an LSD radix sort by bytes, stable. A comparator sort of a checkpoint's 10,000 answers
+ * took 2-6 ms on the event loop; this takes a fraction of a millisecond.
+ */
+export function orderByHash(hs: Float64Array): Uint32Array {
+  const n = hs.length;
+  const lo = new Uint32Array(n);
+  const hi = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const h = hs[i]!;
+    lo[i] = h % 4294967296;
+    hi[i] = Math.floor(h / 4294967296);
+  }
+  let order = new Uint32Array(n);
+  let next = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  const counts = new Uint32Array(257);
+  // Four bytes of the low word, then the three of the high word (21 bits): least significant first.
+  for (let pass = 0; pass < 7; pass++) {
+    const words = pass < 4 ? lo : hi;
+    const shift = (pass < 4 ? pass : pass - 4) * 8;
+    counts.fill(0);
+    for (let i = 0; i < n; i++) counts[((words[i]! >>> shift) & 255) + 1]!++;
+    // A byte every entry shares (the high word's top byte is always 0 or nearly): no pass.
+    let single = false;
+    for (let b = 1; b < 257 && !single; b++) single = counts[b] === n;
+    if (single) continue;
+    for (let b = 1; b < 257; b++) counts[b]! += counts[b - 1]!;
+    for (let i = 0; i < n; i++) {
+      const j = order[i]!;
+      next[counts[(words[j]! >>> shift) & 255]!++] = j;
+    }
+    const t = order;
+    order = next;
+    next = t;
+  }
+  return order;
+}
+
 /** The bytes of a run holding `answers` (in any order), and its sparse index. */
 export function encodeRun(answers: StoredAnswer[]): { bytes: Uint8Array; index: Float64Array; oldest: number; newest: number } {
+  const enc = startRun(answers);
+  while (!enc.step()) {}
+  return enc.result();
+}
+
+/**
+ * encodeRun in steps of STEP_ENTRIES answers (for the event loop: a checkpoint's run is
+ * encoded between requests). `step()` answers true once every answer is in.
+ */
+function startRun(answers: StoredAnswer[]) {
   const n = answers.length;
   const hs = new Float64Array(n);
   for (let i = 0; i < n; i++) hs[i] = answers[i]!.hash ?? answerHash(answers[i]!.app, answers[i]!.batchId);
-  const order = new Uint32Array(n);
-  for (let i = 0; i < n; i++) order[i] = i;
-  order.sort((a, b) => hs[a]! - hs[b]!);
+  const order = orderByHash(hs);
   const bytes = new Uint8Array(HEADER + n * ENTRY);
   const view = new DataView(bytes.buffer);
   const index = new Float64Array(Math.ceil(n / BLOCK));
   let oldest = Infinity;
   let newest = -Infinity;
-  for (let k = 0; k < n; k++) {
-    const a = answers[order[k]!]!;
-    const o = HEADER + k * ENTRY;
-    view.setFloat64(o, hs[order[k]!]!, true);
-    view.setFloat64(o + 8, a.at, true);
-    view.setUint32(o + 16, a.app, true);
-    view.setUint16(o + 20, a.accepted, true);
-    view.setUint16(o + 22, a.dropped, true);
-    bytes[o + 24] = reasonCode(a.reason);
-    uuidBytes(a.batchId, bytes, o + 32);
-    if (k % BLOCK === 0) index[k / BLOCK] = hs[order[k]!]!;
-    if (a.at < oldest) oldest = a.at;
-    if (a.at > newest) newest = a.at;
-  }
-  header(view, n, oldest, newest);
-  return { bytes, index, oldest, newest };
+  let k = 0;
+  return {
+    step(): boolean {
+      const end = Math.min(n, k + STEP_ENTRIES);
+      for (; k < end; k++) {
+        const a = answers[order[k]!]!;
+        const o = HEADER + k * ENTRY;
+        view.setFloat64(o, hs[order[k]!]!, true);
+        view.setFloat64(o + 8, a.at, true);
+        view.setUint32(o + 16, a.app, true);
+        view.setUint16(o + 20, a.accepted, true);
+        view.setUint16(o + 22, a.dropped, true);
+        bytes[o + 24] = reasonCode(a.reason);
+        uuidBytes(a.batchId, bytes, o + 32);
+        if (k % BLOCK === 0) index[k / BLOCK] = hs[order[k]!]!;
+        if (a.at < oldest) oldest = a.at;
+        if (a.at > newest) newest = a.at;
+      }
+      return k === n;
+    },
+    result() {
+      header(view, n, oldest, newest);
+      return { bytes, index, oldest, newest };
+    },
+  };
 }
 
 export class AnswerRuns {
@@ -198,7 +257,9 @@ export class AnswerRuns {
    */
   async write(answers: StoredAnswer[]): Promise<void> {
     if (answers.length === 0) return;
-    const { bytes, index, oldest, newest } = encodeRun(answers);
+    const enc = startRun(answers);
+    while (!enc.step()) await yieldToLoop();
+    const { bytes, index, oldest, newest } = enc.result();
     const seq = this.nextSeq++;
     const file = join(this.dir, `${seq}.run`);
     await writeAtomicAsync(file, bytes);
@@ -269,7 +330,7 @@ export class AnswerRuns {
   /**
    * Deletes runs wholly past keeping, then merges runs of like size (FANOUT of them whose
    * counts share a power of FANOUT) until none are left to merge, dropping answers past
-   * keeping. One at a time; the event loop is free between steps of STEP entries.
+   * keeping. One at a time; the event loop is free between steps of STEP_ENTRIES entries.
    */
   compact(now: number): Promise<void> {
     this.merging ??= this.compactNow(now).finally(() => (this.merging = null));
@@ -303,16 +364,23 @@ export class AnswerRuns {
   private async merge(inputs: Run[], cutoff: number): Promise<boolean> {
     const seq = this.nextSeq++;
     const file = join(this.dir, `${seq}.run`);
-    const readers = inputs.map((run) => ({ run, buf: new Uint8Array(STEP * ENTRY), view: null as unknown as DataView, pos: 0, n: 0, next: 0 }));
-    for (const r of readers) r.view = new DataView(r.buf.buffer);
+    const readers = inputs.map((run) => {
+      const buf = new Uint8Array(STEP * ENTRY);
+      return { run, buf, view: new DataView(buf.buffer), words: new Uint32Array(buf.buffer), pos: 0, n: 0, next: 0 };
+    });
     const out = new Uint8Array(STEP * ENTRY);
+    // Entries are copied as 32-bit words (never as doubles: a double may be read back as
+    // another NaN), without a view object per entry.
+    const outWords = new Uint32Array(out.buffer);
     const index: number[] = [];
     let count = 0;
     let fill = 0;
     // The entry written last (kept apart from `out`, which a step empties): copies of one
     // answer arrive next to each other, from different inputs.
     const last = new Uint8Array(ENTRY);
+    const lastWords = new Uint32Array(last.buffer);
     let lastH = NaN;
+    let steps = 0;
     let oldest = Infinity;
     let newest = -Infinity;
     const fh: FileHandle = await openAsync(`${file}.tmp`, "w");
@@ -345,8 +413,13 @@ export class AnswerRuns {
         const at = r.view.getFloat64(o + 8, true);
         const twin = bestH === lastH && sameEntryKey(r.buf, o, last, 0);
         if (at >= cutoff && !twin) {
-          out.set(r.buf.subarray(o, o + ENTRY), fill * ENTRY);
-          last.set(r.buf.subarray(o, o + ENTRY));
+          const from = r.pos * WORDS;
+          const to = fill * WORDS;
+          for (let w = 0; w < WORDS; w++) {
+            const x = r.words[from + w]!;
+            outWords[to + w] = x;
+            lastWords[w] = x;
+          }
           lastH = bestH;
           if (count % BLOCK === 0) index.push(bestH);
           if (at < oldest) oldest = at;
@@ -360,6 +433,9 @@ export class AnswerRuns {
           }
         }
         if (++r.pos >= r.n && r.next < r.run.count) await refill(r);
+        // Reads and writes come every STEP entries of one input or of the output; between
+        // them the loop would otherwise go on for several milliseconds.
+        if (++steps % STEP_ENTRIES === 0) await yieldToLoop();
       }
       if (fill > 0) await writeAllAt(fh, out, fill * ENTRY, HEADER + (count - fill) * ENTRY);
       const head = new Uint8Array(HEADER);

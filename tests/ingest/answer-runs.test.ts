@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AnswerRuns, ENTRY, answerHash, type StoredAnswer } from "../../src/ingest/answer-runs.ts";
+import { AnswerRuns, ENTRY, answerHash, orderByHash, type StoredAnswer } from "../../src/ingest/answer-runs.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { rng } from "../helpers/events.ts";
 
@@ -32,6 +32,27 @@ function answers(n: number, seed: number, at = (i: number) => T0 + i): StoredAns
 }
 
 const expected = (a: StoredAnswer) => ({ ans: a.reason ? { accepted: a.accepted, dropped: a.dropped, reason: a.reason } : { accepted: a.accepted, dropped: a.dropped }, at: a.at });
+
+describe("orderByHash", () => {
+  test("orders 53-bit hashes as a stable comparator sort does, twins and extremes included", () => {
+    const r = rng(42);
+    for (const n of [0, 1, 2, 255, 256, 1000, 20_000]) {
+      const hs = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        const pick = r();
+        // Twins (drawn from a few values), the extremes, values sharing their low or high word, and random ones.
+        hs[i] =
+          pick < 0.1 ? [7, 2 ** 40 + 3, 2 ** 53 - 1][Math.floor(r() * 3)]!
+          : pick < 0.15 ? 0
+          : pick < 0.25 ? Math.floor(r() * 2 ** 21) * 2 ** 32 + 12345
+          : pick < 0.35 ? 2 ** 45 + Math.floor(r() * 2 ** 32)
+          : Math.floor(r() * 2 ** 21) * 2 ** 32 + Math.floor(r() * 2 ** 32);
+      }
+      const want = Array.from({ length: n }, (_, i) => i).sort((a, b) => hs[a]! - hs[b]! || a - b);
+      expect([...orderByHash(hs)]).toEqual(want);
+    }
+  });
+});
 
 describe("AnswerRuns", () => {
   test("every answer written is found, exactly as given; others are not; across reopening", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { RecentAnswers } from "../../src/ingest/recent-answers.ts";
 import { answerHash } from "../../src/ingest/answer-runs.ts";
+import { rng } from "../helpers/events.ts";
 
 const id = (n: number) => `0190f5a4-7b1e-4c3a-9d2e-${n.toString(16).padStart(12, "0")}`;
 
@@ -46,5 +47,44 @@ describe("RecentAnswers", () => {
     expect(r.size).toBe(5);
     r.prune(100_000, 15_000);
     expect(r.size).toBe(0);
+  });
+
+  test("many adds, saves and prunes interleaved, through growth: every held answer is found, every pruned one is not (against a Map)", () => {
+    const r = new RecentAnswers();
+    const rand = rng(7);
+    const held = new Map<number, { app: number; id: string; hash: number; at: number; accepted: number }>();
+    const gone: { app: number; id: string; hash: number }[] = [];
+    let oldest = 0;
+    let t = 0;
+    for (let round = 0; round < 40; round++) {
+      // A burst of answers; one in fifty reuses an earlier hash (the side map's case).
+      const n = Math.floor(rand() * 3000);
+      for (let i = 0; i < n; i++) {
+        const app = 1 + Math.floor(rand() * 3);
+        const bid = crypto.randomUUID();
+        const reuse = held.size > 0 && rand() < 0.02;
+        const hash = reuse ? [...held.values()][Math.floor(rand() * held.size)]!.hash : answerHash(app, bid);
+        const seq = r.add(app, bid, hash, { accepted: i % 100, dropped: 0 }, ++t);
+        held.set(seq, { app, id: bid, hash, at: t, accepted: i % 100 });
+        if (rand() < 0.9) r.markSaved(seq);
+        else held.get(seq)!.accepted += 1000; // marks it unsaved, below
+      }
+      // Saves the unsaved ones now and then, then lets go of a random share of the oldest.
+      if (round % 3 === 0) for (const [seq, a] of held) if (a.accepted >= 1000) { r.markSaved(seq); a.accepted -= 1000; }
+      const cut = t - Math.floor(rand() * 4000);
+      r.prune(cut, 0);
+      // Reference: oldest first, stopping at the first young or unsaved one.
+      for (let seq = oldest; held.has(seq); seq++) {
+        const a = held.get(seq)!;
+        if (a.at >= cut || a.accepted >= 1000) break;
+        held.delete(seq);
+        gone.push(a);
+        oldest = seq + 1;
+      }
+      expect(r.size).toBe(held.size);
+      for (const a of held.values()) expect(r.get(a.app, a.id, a.hash)?.at).toBe(a.at);
+      for (const a of gone.slice(-500)) expect(r.get(a.app, a.id, a.hash)).toBeUndefined();
+    }
+    expect(held.size).toBeGreaterThan(0);
   });
 });
