@@ -6,23 +6,20 @@
 // collection had to mark all of them, which took 250 ms a collection with a million
 // (Bun.gc(true), measured 2026-11-22), on the core that answers ingest. Here they are a
 // ring of slots in typed arrays (time, app, counts, reason, flags, the key's hash, the
-// batch id's 16 bytes), found through an open-addressing table of ring slots keyed by the
-// answer key's 53-bit hash, also a typed array. (Until 2026-11-23 that index was a Map from
+// batch id's 16 bytes), found through a NumberMap (typed arrays too) from the answer key's
+// 53-bit hash to its ring slot. (Until 2026-11-23 that index was a Map from
 // hash to sequence: at two million entries every full collection scanned it, about 16 ms
 // a million, and a Map keyed by such numbers costs hundreds of ns an operation.) The id's
 // bytes rule out a hash collision; the rare second key whose hash is already in use goes
 // to a small side map under its full key.
 
 import { answerKey, REASONS, reasonCode, uuidBytes } from "./answer-runs.ts";
+import { NumberMap } from "../util/number-map.ts";
 
 type Answer = { accepted: number; dropped: number; reason?: "over_quota" | "paused" };
 
 const SAVED = 1;
 
-// A hash's two 32-bit halves, read through a typed array (`x | 0` on a number past 2^31
-// leaves the engine's fast path).
-const bits = new Float64Array(1);
-const words = new Uint32Array(bits.buffer);
 const SIDE = 2;
 
 export class RecentAnswers {
@@ -38,12 +35,8 @@ export class RecentAnswers {
   private reason = new Uint8Array(this.cap);
   private flags = new Uint8Array(this.cap);
   private id = new Uint8Array(this.cap * 16);
-  /**
-   * Ring slots by hash: linear probing, -1 for empty, twice the ring's size (at most half
-   * full). Holds every held answer that is not on the side.
-   */
-  private table = new Int32Array(this.cap * 2).fill(-1);
-  private shift = 32 - Math.log2(this.cap * 2);
+  /** Ring slot by hash, of every held answer that is not on the side. */
+  private byHash = new NumberMap(1, this.cap);
   /** Answers whose key's hash another held answer had first: full key -> sequence, and back. */
   private side = new Map<string, number>();
   private sideKey = new Map<number, string>();
@@ -55,7 +48,7 @@ export class RecentAnswers {
 
   /** The answer given to this batch, if held; `hash` is hash53(answerKey(app, batchId)). */
   get(app: number, batchId: string, hash: number): { ans: Answer; at: number } | undefined {
-    const k = this.find(hash);
+    const k = this.byHash.get(hash, -1);
     if (k >= 0 && this.holds(k, app, batchId)) return this.answer(k);
     if (this.side.size === 0) return undefined;
     const s = this.side.get(answerKey(app, batchId));
@@ -75,12 +68,12 @@ export class RecentAnswers {
     this.reason[k] = reasonCode(ans.reason);
     this.flags[k] = 0;
     uuidBytes(batchId, this.id, k * 16);
-    if (this.find(hash) >= 0) {
+    if (this.byHash.has(hash)) {
       const key = answerKey(app, batchId);
       this.flags[k] = SIDE;
       this.side.set(key, seq);
       this.sideKey.set(seq, key);
-    } else this.insert(k);
+    } else this.byHash.set(hash, k);
     return seq;
   }
 
@@ -102,54 +95,9 @@ export class RecentAnswers {
       if (this.flags[k]! & SIDE) {
         this.side.delete(this.sideKey.get(seq)!);
         this.sideKey.delete(seq);
-      } else this.remove(k);
+      } else this.byHash.delete(this.hash[k]!);
       this.first++;
     }
-  }
-
-  // ---- the table: ring slots by hash ----
-
-  /** Where probing for `hash` starts: Fibonacci hashing of the double's two halves. */
-  private home(hash: number): number {
-    bits[0] = hash;
-    return Math.imul(words[0]! ^ words[1]!, 0x9e3779b1) >>> this.shift;
-  }
-
-  /** The ring slot of the held answer (not on the side) with this hash, or -1. */
-  private find(hash: number): number {
-    const t = this.table;
-    const mask = t.length - 1;
-    for (let p = this.home(hash); ; p = (p + 1) & mask) {
-      const k = t[p]!;
-      if (k < 0 || this.hash[k] === hash) return k;
-    }
-  }
-
-  private insert(k: number): void {
-    const t = this.table;
-    const mask = t.length - 1;
-    let p = this.home(this.hash[k]!);
-    while (t[p]! >= 0) p = (p + 1) & mask;
-    t[p] = k;
-  }
-
-  /** Takes ring slot k out of the table, shifting back the entries probed past it (no tombstones). */
-  private remove(k: number): void {
-    const t = this.table;
-    const mask = t.length - 1;
-    let i = this.home(this.hash[k]!);
-    while (t[i] !== k) i = (i + 1) & mask;
-    for (let j = i; ; ) {
-      j = (j + 1) & mask;
-      const e = t[j]!;
-      if (e < 0) break;
-      // An entry may move back to i only if its home is not in (i, j] (cyclically).
-      const h = this.home(this.hash[e]!);
-      if (i <= j ? i < h && h <= j : i < h || h <= j) continue;
-      t[i] = e;
-      i = j;
-    }
-    t[i] = -1;
   }
 
   private holds(k: number, app: number, batchId: string): boolean {
@@ -188,12 +136,11 @@ export class RecentAnswers {
       this.flags[b] = old.flags[a]!;
       this.id.set(old.id.subarray(a * 16, a * 16 + 16), b * 16);
     }
-    // Slots moved: the table is built again, at twice the ring's new size.
-    this.table = new Int32Array(cap * 2).fill(-1);
-    this.shift = 32 - Math.log2(cap * 2);
+    // Slots moved: the index is built again.
+    this.byHash = new NumberMap(1, cap);
     for (let seq = this.first; seq < this.next; seq++) {
       const b = seq & (cap - 1);
-      if (!(this.flags[b]! & SIDE)) this.insert(b);
+      if (!(this.flags[b]! & SIDE)) this.byHash.set(this.hash[b]!, b);
     }
   }
 }

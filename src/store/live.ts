@@ -11,6 +11,8 @@
 // moved past the hour of the app's newest partition. Times are bucketed by second, so the
 // window is whole seconds: [floor((now - window) / 1 s) s, now].
 
+import { NumberMap } from "../util/number-map.ts";
+
 export const LIVE_WINDOW_MS = 5 * 60_000;
 const SLOTS = LIVE_WINDOW_MS / 1000 + 2;
 /** Sessions not seen for this long past the window are forgotten (checked every 10 s). */
@@ -25,7 +27,7 @@ class Kind {
   /** The second each slot holds now (-1: none). */
   second = new Float64Array(SLOTS).fill(-1);
   /** Session -> time of its newest event. */
-  sessions = new Map<number, number>();
+  sessions = new NumberMap(1);
   newest = -Infinity;
   lastPrune = 0;
 }
@@ -57,13 +59,15 @@ export class LiveCounts {
       k.counts[slot] = 0;
     }
     k.counts[slot]!++;
-    const last = k.sessions.get(session);
-    if (last === undefined || ts > last) k.sessions.set(session, ts);
+    const ss = k.sessions;
+    const at = ss.slot(session);
+    if (ss.added || ts > ss.vals[at]!) ss.vals[at] = ts;
     if (ts > k.newest) k.newest = ts;
     if (k.newest - k.lastPrune > PRUNE_EVERY_MS) {
       k.lastPrune = k.newest;
       const cut = liveWindowStart(k.newest) - PRUNE_EVERY_MS;
-      for (const [s, t] of k.sessions) if (t < cut) k.sessions.delete(s);
+      const vals = ss.vals;
+      ss.deleteWhere((_, at) => vals[at]! < cut);
     }
   }
 
@@ -84,7 +88,11 @@ export class LiveCounts {
       if (sec >= first && sec <= last) events += k.counts[s]!;
     }
     let sessions = 0;
-    for (const t of k.sessions.values()) if (t >= start && t <= now) sessions++;
+    const vals = k.sessions.vals;
+    k.sessions.forEach((_, at) => {
+      const t = vals[at]!;
+      if (t >= start && t <= now) sessions++;
+    });
     return { events, sessions };
   }
 
