@@ -113,7 +113,7 @@ export function orderByHash(hs: Float64Array): Uint32Array {
     const shift = (pass < 4 ? pass : pass - 4) * 8;
     counts.fill(0);
     for (let i = 0; i < n; i++) counts[((words[i]! >>> shift) & 255) + 1]!++;
-    // A byte every entry shares (the high word's top byte is always 0 or nearly): no pass.
+    // A byte every entry shares (a small run's high bytes often are): the pass would change nothing.
     let single = false;
     for (let b = 1; b < 257 && !single; b++) single = counts[b] === n;
     if (single) continue;
