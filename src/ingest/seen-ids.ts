@@ -84,14 +84,17 @@ class Layer {
   }
 }
 
+// The two hashes of a key from its 53-bit hash: 32 and 21 bits (h2 odd, never 0). Two
+// functions, not a pair: an array returned per id cost an allocation on the batch path.
+const h1Of = (hash: number) => hash % 4294967296;
+const h2Of = (hash: number) => Math.floor(hash / 4294967296) * 2 + 1;
+
 export class SeenIds {
   /** Set once every stored answer has been added (restoreState). */
   ready = false;
   /** Per UTC day (day number) of the answers: layers, newest last. */
   private days = new Map<number, Layer[]>();
 
-  // The two hashes of a key from its 53-bit hash: 32 and 21 bits (h2 odd, never 0). Written
-  // out where used: a pair returned as an array cost an allocation per id.
 
   add(key: string, at: number) {
     this.addHash(hash53(key), at);
@@ -109,7 +112,7 @@ export class SeenIds {
     }
     let last = layers[layers.length - 1]!;
     if (last.n >= last.capacity) layers.push((last = new Layer(last.capacity * 2, last.fp / 2)));
-    last.add(hash % 4294967296, Math.floor(hash / 4294967296) * 2 + 1);
+    last.add(h1Of(hash), h2Of(hash));
   }
 
   /** False: the key was never added (certain). True: it may have been. */
@@ -119,8 +122,8 @@ export class SeenIds {
 
   /** `mayHave`, given the key's hash53. */
   mayHaveHash(hash: number): boolean {
-    const h1 = hash % 4294967296;
-    const h2 = Math.floor(hash / 4294967296) * 2 + 1;
+    const h1 = h1Of(hash);
+    const h2 = h2Of(hash);
     for (const layers of this.days.values()) for (const l of layers) if (l.has(h1, h2)) return true;
     return false;
   }

@@ -8,7 +8,7 @@
 import { derive, type Chunk } from "../store/chunk.ts";
 import { sessionTimeOrder } from "../store/order.ts";
 import { compile, type Budget, type Compiled, type ScanOptions } from "./scan.ts";
-import { IdIndex } from "./id-index.ts";
+import { NumberMap } from "../util/number-map.ts";
 
 /** The rows of one session handed to the visitor: row `row[k]` of chunk `chunks[chunk[k]]`. */
 export interface SessionRows {
@@ -71,7 +71,7 @@ export function walkSessions(
   let out: SessionRows = { n: 0, chunk: new Int32Array(Math.max(16, maxRows)), row: new Int32Array(Math.max(16, maxRows)), id: 0 };
   const buckets = Math.max(1, Math.ceil(total / BUCKET));
   const width = (hi - lo) / buckets;
-  const index = new IdIndex();
+  const index = new NumberMap(1, 2048);
   // Per session of a bucket: its first stretch (part, range) and a chain of the others.
   let firstPart = new Int32Array(BUCKET * 2);
   let firstRange = new Int32Array(BUCKET * 2);
@@ -89,7 +89,7 @@ export function walkSessions(
       while (p.pos < p.nranges && p.ids[p.pos]! < bound) {
         const id = p.ids[p.pos]!;
         const at = index.slot(id);
-        let k = index.get(at);
+        let k = index.added ? -1 : index.vals[at]!;
         if (k < 0) {
           k = ns++;
           if (k >= firstPart.length) {
@@ -97,7 +97,7 @@ export function walkSessions(
             firstRange = grown(firstRange);
             more = grown(more);
           }
-          index.put(at, id, k);
+          index.vals[at] = k;
           firstPart[k] = pi;
           firstRange[k] = p.pos;
           more[k] = -1;

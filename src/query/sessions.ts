@@ -4,7 +4,7 @@
 
 import { derive, type Chunk } from "../store/chunk.ts";
 import { passingRuns, scan, type Budget, type ScanOptions } from "./scan.ts";
-import { IdIndex } from "./id-index.ts";
+import { NumberMap } from "../util/number-map.ts";
 
 export const DAY_MS = 86_400_000;
 
@@ -180,7 +180,7 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
     for (let e = 0; e < p.n; e++) sorted[at[b[e]!]!++] = e;
     p.order = sorted;
   }
-  const index = new IdIndex();
+  const index = new NumberMap(1, 2048);
   for (let j = 0; j < buckets; j++) {
     // Ids below `bound` (every id, in the last bucket); chunks in order within a bucket.
     const bound = j === buckets - 1 ? Infinity : lo + width * (j + 1);
@@ -364,7 +364,7 @@ function foldRuns(c: Chunk, pass: Uint8Array, pv: number, exact: boolean): Folds
  * An entry of the session just merged (a session's entries sit next to each other) skips
  * the index lookup.
  */
-function mergeEntries(out: Sessions, index: IdIndex, p: Folded, from: number, to: number) {
+function mergeEntries(out: Sessions, index: NumberMap, p: Folded, from: number, to: number) {
   // The arrays have room for every entry (reserved before the walk): held in locals.
   const { c, ci, x: ex, cnt, pvs, fRow, lRow, fPv, lPv, order } = p;
   const { id: oid, first, last, events, pageviews, visitor, fc, fi, lc, li, fpc, fpi, lpc, lpi } = out;
@@ -395,10 +395,10 @@ function mergeEntries(out: Sessions, index: IdIndex, p: Folded, from: number, to
     if (id !== prevId) {
       prevId = id;
       const at = index.slot(id);
-      k = index.get(at);
-      if (k < 0) {
+      if (!index.added) k = index.vals[at]!;
+      else {
         k = out.n++;
-        index.put(at, id, k);
+        index.vals[at] = k;
         oid[k] = id;
         first[k] = ts[f]!;
         last[k] = ts[l]!;
