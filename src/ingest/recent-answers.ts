@@ -68,12 +68,15 @@ export class RecentAnswers {
     this.reason[k] = reasonCode(ans.reason);
     this.flags[k] = 0;
     uuidBytes(batchId, this.id, k * 16);
-    if (this.byHash.has(hash)) {
+    // One probe: the hash's slot, taken if it was free.
+    const p = this.byHash.slot(hash);
+    if (this.byHash.added) this.byHash.vals[p] = k;
+    else {
       const key = answerKey(app, batchId);
       this.flags[k] = SIDE;
       this.side.set(key, seq);
       this.sideKey.set(seq, key);
-    } else this.byHash.set(hash, k);
+    }
     return seq;
   }
 
