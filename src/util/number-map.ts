@@ -103,19 +103,9 @@ export class NumberMap {
 
   /** Removes every entry for which `drop(key, slot)` is true (slots are read before any moves). */
   deleteWhere(drop: (key: number, slot: number) => boolean): void {
-    const { keys, vals, width } = this;
-    let kept = 0;
-    const keepKeys = new Float64Array(this.size);
-    const keepVals = new Float64Array(this.size * width);
-    for (let s = 0; s < keys.length; s++) {
-      const k = keys[s]!;
-      if (k !== k || drop(k, s)) continue;
-      keepKeys[kept] = k;
-      keepVals.set(vals.subarray(s * width, (s + 1) * width), kept * width);
-      kept++;
-    }
-    if (kept === this.size) return;
-    this.refill(keepKeys, keepVals, kept);
+    const kept = this.survivors(drop);
+    if (kept.n === this.size) return;
+    this.refill(kept.keys, kept.vals, kept.n);
   }
 
   /** Calls `f(key, slot)` for every entry (the map must not change meanwhile). */
@@ -154,21 +144,27 @@ export class NumberMap {
   }
 
   private resize(slots: number): void {
+    const kept = this.survivors();
+    this.keys = new Float64Array(slots).fill(NaN);
+    this.vals = new Float64Array(slots * this.width);
+    this.shift = 32 - Math.log2(slots);
+    this.refill(kept.keys, kept.vals, kept.n);
+  }
+
+  /** The entries `drop` does not reject (all without it), packed: keys, values, count. */
+  private survivors(drop?: (key: number, slot: number) => boolean): { keys: Float64Array; vals: Float64Array; n: number } {
     const { keys, vals, width } = this;
     const keepKeys = new Float64Array(this.size);
     const keepVals = new Float64Array(this.size * width);
     let n = 0;
     for (let s = 0; s < keys.length; s++) {
       const k = keys[s]!;
-      if (k !== k) continue;
+      if (k !== k || drop?.(k, s)) continue;
       keepKeys[n] = k;
       keepVals.set(vals.subarray(s * width, (s + 1) * width), n * width);
       n++;
     }
-    this.keys = new Float64Array(slots).fill(NaN);
-    this.vals = new Float64Array(slots * width);
-    this.shift = 32 - Math.log2(slots);
-    this.refill(keepKeys, keepVals, n);
+    return { keys: keepKeys, vals: keepVals, n };
   }
 
   private refill(keys: Float64Array, vals: Float64Array, n: number): void {
