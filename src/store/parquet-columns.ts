@@ -1,16 +1,17 @@
-// A Parquet writer for our own columns, built on hyparquet-writer's encoders (RLE/bit
-// packing, delta, page headers, the thrift footer). hyparquet-writer's own column writer
+// A Parquet writer for our own columns, built on hyparquet-writer's encoders (delta for
+// out-of-range timestamps, page headers, the thrift footer) and our own RLE/bit packing
+// (rle.ts) and timestamp delta packing (below), which write into the buffer directly. hyparquet-writer's own column writer
 // takes one JS value per row and rebuilds every dictionary and statistic from them: for
 // our data, which already is dictionary codes, that was three quarters of a flush. Here a
 // string column is written straight from its codes, and its statistics come from the
 // (small) dictionary. One row group per file, one data page (v1) per column.
 
 import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
-import { writeRleBitPackedHybrid } from "hyparquet-writer/src/encoding.js";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
 import { deltaBinaryPack } from "hyparquet-writer/src/delta.js";
 import { writeMetadata } from "hyparquet-writer/src/metadata.js";
 import { FRESH, type Scratch } from "./scratch.ts";
+import { packBits, writeRleHybrid } from "./rle.ts";
 
 export type ColumnValues =
   | {
@@ -77,11 +78,10 @@ const MINIBLOCKS = 4;
 const PER_MINIBLOCK = BLOCK / MINIBLOCKS;
 
 function appendVarNumber(w: ByteWriter, v: number) {
-  while (v >= 128) {
-    w.appendUint8((v % 128) | 128);
-    v = Math.floor(v / 128);
-  }
-  w.appendUint8(v);
+  w.ensure(8);
+  const n = varNumber(new Uint8Array(w.buffer), w.index, v) - w.index;
+  w.index += n;
+  w.offset += n;
 }
 const appendZigZagNumber = (w: ByteWriter, v: number) => appendVarNumber(w, v >= 0 ? v * 2 : -v * 2 - 1);
 
@@ -93,7 +93,8 @@ export function deltaPackTimestamps(w: ByteWriter, values: Float64Array): void {
   appendZigZagNumber(w, count ? values[0]! : 0);
   const deltas = new Float64Array(BLOCK);
   const widths = new Uint8Array(MINIBLOCKS);
-  const packed: (Uint8Array | undefined)[] = [];
+  const adjusted = new Uint32Array(PER_MINIBLOCK);
+  let out = new Uint8Array(w.buffer);
   for (let index = 1; index < count; ) {
     const end = Math.min(index + BLOCK, count);
     const size = end - index;
@@ -103,7 +104,6 @@ export function deltaPackTimestamps(w: ByteWriter, values: Float64Array): void {
       deltas[i] = d;
       if (d < minDelta) minDelta = d;
     }
-    appendZigZagNumber(w, minDelta);
     for (let mb = 0; mb < MINIBLOCKS; mb++) {
       let maxAdjusted = 0;
       for (let i = mb * PER_MINIBLOCK, e = Math.min(i + PER_MINIBLOCK, size); i < e; i++) {
@@ -114,43 +114,54 @@ export function deltaPackTimestamps(w: ByteWriter, values: Float64Array): void {
       while (2 ** bw <= maxAdjusted) bw++;
       widths[mb] = bw;
     }
-    w.appendBytes(widths);
+    // The block goes straight into the writer's buffer, room for its largest size taken
+    // once (a view and a capacity check per byte or miniblock were most of this function).
+    w.ensure(BLOCK_MAX_BYTES);
+    if (out.buffer !== w.buffer) out = new Uint8Array(w.buffer);
+    const from = w.index;
+    let o = varNumber(out, from, minDelta >= 0 ? minDelta * 2 : -minDelta * 2 - 1);
+    for (let mb = 0; mb < MINIBLOCKS; mb++) out[o++] = widths[mb]!;
     for (let mb = 0; mb < MINIBLOCKS; mb++) {
       const bw = widths[mb]!;
       if (bw === 0) continue;
       const start = mb * PER_MINIBLOCK;
-      const out = (packed[bw] ??= new Uint8Array(bw * 4));
-      let byte = 0;
-      let buffer = 0;
-      let used = 0;
+      // A miniblock is always PER_MINIBLOCK values (zeros past the end): bw * 4 bytes.
       if (bw <= 24) {
-        for (let i = 0; i < PER_MINIBLOCK; i++) {
-          const a = start + i < size ? deltas[start + i]! - minDelta : 0;
-          buffer |= a << used;
-          used += bw;
-          while (used >= 8) {
-            out[byte++] = buffer & 0xff;
-            buffer >>>= 8;
-            used -= 8;
-          }
-        }
+        for (let i = 0; i < PER_MINIBLOCK; i++) adjusted[i] = start + i < size ? deltas[start + i]! - minDelta : 0;
+        o = packBits(out, o, adjusted, 0, PER_MINIBLOCK, bw);
       } else {
         // Under 2^46 shifted by under 8 bits: below 2^53, exact.
+        let buffer = 0;
+        let used = 0;
         for (let i = 0; i < PER_MINIBLOCK; i++) {
           const a = start + i < size ? deltas[start + i]! - minDelta : 0;
           buffer += a * 2 ** used;
           used += bw;
           while (used >= 8) {
-            out[byte++] = buffer % 256;
+            out[o++] = buffer % 256;
             buffer = Math.floor(buffer / 256);
             used -= 8;
           }
         }
       }
-      w.appendBytes(out);
     }
+    w.index += o - from;
+    w.offset += o - from;
     index = end;
   }
+}
+
+/** A block's largest encoding: its min delta (up to 8 bytes below 2^53), widths, four miniblocks of up to 46 bits a value. */
+const BLOCK_MAX_BYTES = 8 + MINIBLOCKS + MINIBLOCKS * PER_MINIBLOCK * 8;
+
+/** ULEB128 of a non-negative integer below 2^53 (up to 8 bytes), at `o`; returns the offset after it. */
+function varNumber(out: Uint8Array, o: number, v: number): number {
+  while (v >= 128) {
+    out[o++] = (v % 128) | 128;
+    v = Math.floor(v / 128);
+  }
+  out[o++] = v;
+  return o;
 }
 
 function bitWidth(max: number): number {
@@ -162,7 +173,7 @@ function bitWidth(max: number): number {
 /** Definition levels (v1 page), and a boolean column's values: u32 byte length, then RLE/bit-packed 0/1. */
 function defLevels(body: ByteWriter, present: Uint8Array, rows: number, scratch: Scratch) {
   const levels = scratch.writer("levels");
-  writeRleBitPackedHybrid(levels, present.subarray(0, rows), 1);
+  writeRleHybrid(levels, present.subarray(0, rows), 1);
   const bytes = levels.getBytes();
   body.appendUint32(bytes.length);
   body.appendBytes(bytes);
@@ -220,13 +231,13 @@ function presentValues(src: Float64Array, present: Uint8Array, rows: number, nul
 }
 
 /**
- * What writeRleBitPackedHybrid writes for `rows` zeros at bit width 0 (one value in the
+ * What writeRleHybrid writes for `rows` zeros at bit width 0 (one value in the
  * dictionary): a single RLE run, without a pass over a million-row array of zeros. Under 8
  * rows it writes a bit-packed group instead, so those go through it.
  */
 function constantRun(body: ByteWriter, rows: number) {
   if (rows >= 8) body.appendVarInt(rows * 2);
-  else writeRleBitPackedHybrid(body, new Uint32Array(rows), 0);
+  else writeRleHybrid(body, new Uint32Array(rows), 0);
 }
 
 function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b: Uint8Array) => Uint8Array, scratch: Scratch) {
@@ -267,7 +278,7 @@ function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b:
     const bw = bitWidth(Math.max(0, used.length - 1));
     body.appendUint8(bw);
     if (idx === null) constantRun(body, rows);
-    else if (idx.length) writeRleBitPackedHybrid(body, idx, bw);
+    else if (idx.length) writeRleHybrid(body, idx, bw);
     encoding = "RLE_DICTIONARY";
     if (min !== undefined) statistics = { min_value: min, max_value: max, null_count: BigInt(nulls) };
   } else if (c.kind === "f64") {

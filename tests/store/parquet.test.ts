@@ -34,10 +34,14 @@ describe("partitions in Parquet", () => {
       Array.from({ length: 129 }, (_, i) => now - i * 3_600_000 * 24 * 400),
     ];
     for (const vals of cases) {
-      const ours = new ByteWriter();
+      // After bytes already written, from a small buffer: blocks go straight into it.
+      const ours = new ByteWriter(16);
+      ours.appendUint32(0x31524150);
       deltaPackTimestamps(ours, Float64Array.from(vals));
       const theirs = new ByteWriter();
+      theirs.appendUint32(0x31524150);
       deltaBinaryPack(theirs, BigInt64Array.from(vals, (v) => BigInt(v)), "INT64");
+      expect(ours.offset).toBe(theirs.offset);
       expect(Buffer.from(ours.getBytes()).equals(Buffer.from(theirs.getBytes()))).toBe(true);
     }
   });
