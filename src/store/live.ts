@@ -12,6 +12,7 @@
 // window is whole seconds: [floor((now - window) / 1 s) s, now].
 
 import { NumberMap } from "../util/number-map.ts";
+import type { StoredEvent } from "./event.ts";
 
 export const LIVE_WINDOW_MS = 5 * 60_000;
 const SLOTS = LIVE_WINDOW_MS / 1000 + 2;
@@ -42,27 +43,35 @@ export class LiveCounts {
     if (endMs > (this.since.get(app) ?? -Infinity)) this.since.set(app, endMs);
   }
 
-  add(app: number, ts: number, session: number, debug: boolean): void {
-    let a = this.apps.get(app);
-    if (!a) this.apps.set(app, (a = [null, null]));
-    const i = debug ? 1 : 0;
+  /** Events `from` to `to` of `events`: a run sharing one app, session and debug flag (the session's entry is updated once). */
+  addRun(events: StoredEvent[], from: number, to: number): void {
+    const e0 = events[from]!;
+    let a = this.apps.get(e0.app);
+    if (!a) this.apps.set(e0.app, (a = [null, null]));
+    const i = e0.debug ? 1 : 0;
     const k = (a[i] ??= new Kind());
-    const sec = Math.floor(ts / 1000);
-    const slot = sec % SLOTS;
-    const held = k.second[slot]!;
-    if (held !== sec) {
-      // A slot holding an older second is reused; an event older than the slot's second is
-      // more than the window older than an event already seen, so outside every window
-      // that could still be asked for (times never run ahead of the clock).
-      if (held > sec) return;
-      k.second[slot] = sec;
-      k.counts[slot] = 0;
+    let newestOfRun = -Infinity;
+    for (let j = from; j < to; j++) {
+      const ts = events[j]!.ts;
+      const sec = Math.floor(ts / 1000);
+      const slot = sec % SLOTS;
+      const held = k.second[slot]!;
+      if (held !== sec) {
+        // A slot holding an older second is reused; an event older than the slot's second is
+        // more than the window older than an event already seen, so outside every window
+        // that could still be asked for (times never run ahead of the clock).
+        if (held > sec) continue;
+        k.second[slot] = sec;
+        k.counts[slot] = 0;
+      }
+      k.counts[slot]!++;
+      if (ts > newestOfRun) newestOfRun = ts;
     }
-    k.counts[slot]!++;
+    if (newestOfRun === -Infinity) return;
     const ss = k.sessions;
-    const at = ss.slot(session);
-    if (ss.added || ts > ss.vals[at]!) ss.vals[at] = ts;
-    if (ts > k.newest) k.newest = ts;
+    const at = ss.slot(e0.session);
+    if (ss.added || newestOfRun > ss.vals[at]!) ss.vals[at] = newestOfRun;
+    if (newestOfRun > k.newest) k.newest = newestOfRun;
     if (k.newest - k.lastPrune > PRUNE_EVERY_MS) {
       k.lastPrune = k.newest;
       const cut = liveWindowStart(k.newest) - PRUNE_EVERY_MS;

@@ -66,6 +66,9 @@ export interface ScanPlan {
   heads: number;
 }
 
+/** Whether `x` continues the run `e` started: same app, session, visitor and debug flag. */
+const sameRun = (x: StoredEvent, e: StoredEvent) => x.app === e.app && x.session === e.session && x.visitor === e.visitor && x.debug === e.debug;
+
 export class EventStore implements EventSink {
   readonly catalog: Catalog;
   readonly rollups = new Rollups();
@@ -110,12 +113,18 @@ export class EventStore implements EventSink {
   private flushGen = 0;
 
   append(events: StoredEvent[]): void {
-    for (const e of events) {
+    // In runs of one app, session, visitor and debug flag (a batch's events mostly are one):
+    // the rollups and live counts look the session up once a run.
+    for (let i = 0; i < events.length; ) {
+      const e = events[i]!;
       let h = this.heads.get(e.app);
       if (!h) this.heads.set(e.app, (h = this.newHead(e.app)));
-      h.append(e);
-      this.rollups.add(e.app, e.ts, e.session, e.visitor, e.debug, e.name === this.pv);
-      this.live.add(e.app, e.ts, e.session, e.debug);
+      let j = i;
+      do h.append(events[j++]!);
+      while (j < events.length && sameRun(events[j]!, e));
+      this.rollups.addRun(events, i, j, this.pv);
+      this.live.addRun(events, i, j);
+      i = j;
     }
     this.headEvents += events.length;
     if (!this.fullSignalled && this.headEvents > this.o.flushEvents) {

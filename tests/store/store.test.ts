@@ -279,6 +279,17 @@ describe("rollups (daily_totals) against the reference", () => {
     check(s, 9, evs);
   });
 
+  test("sessions arriving in many runs, interleaved and over several appends", () => {
+    const s = mk(tmp());
+    // In time order, the sessions' events interleave: each session comes in several runs
+    // (the store looks a session up once a run), some split between two appends.
+    const evs = randomEvents(12, 6000, { seed: 12, start: Date.UTC(2026, 10, 1, 22), spanMs: 3600_000, web: true }).sort((a, b) => a.ts - b.ts);
+    for (let i = 0; i < evs.length; i += 37) s.append(evs.slice(i, i + 37));
+    check(s, 12, evs);
+    s.rollups.fold(Date.UTC(2026, 10, 10));
+    check(s, 12, evs);
+  });
+
   test("an event for a long-folded session marks its days dirty; the rollup job recomputes them", async () => {
     const dir = tmp();
     const s = mk(dir);
