@@ -256,7 +256,7 @@ export const OPTIONS = [
     flag: "--memory-mb",
     unit: "MiB",
     defaultText: "1024",
-    description: "Memory for events: recent events (flushed to disk past a quarter of it), decoded partitions (the rest, a cache) and, taken from the cache while flushes keep coming, the partition writer's working arrays (up to an eighth, at most 256 MiB). The whole process stays under this plus 768 MiB: past that, ingest answers 503 (docs/reliability.md).",
+    description: "Memory for events: recent events (flushed to disk past a quarter of it), decoded partitions (the rest, a cache) and, taken from the cache while flushes keep coming, the partition writer's working arrays (up to an eighth, at most 256 MiB). A stats query may hold at most the cache's share of decoded partitions (past it: 422). The whole process stays under this plus 768 MiB: past that, ingest answers 503 (docs/reliability.md).",
     accepts: "an integer from 64 to 1048576",
     fallback: () => 1024,
     parse: int(64, 1_048_576),

@@ -4,7 +4,7 @@
 // in-memory columns; this is where they meet time and load.
 
 import { DomainError } from "../domain/errors.ts";
-import { NeedDecode, type EventStore, type QueryChunks } from "../store/store.ts";
+import { NeedDecode, OverMemory, queryChunks, type EventStore, type QueryChunks } from "../store/store.ts";
 import type { QueryContext } from "./context.ts";
 import type { Budget, Filter } from "./scan.ts";
 import type { Window } from "./window.ts";
@@ -21,7 +21,8 @@ export interface RunnerOptions {
 }
 
 export class QueryRunner {
-  private cache = new Map<string, { at: number; value: unknown }>();
+  /** Answers by key, and refusals for memory (the same until the data shrinks, so not asked again for as long). */
+  private cache = new Map<string, { at: number; value?: unknown; refused?: DomainError }>();
   private waiting = 0;
   private chain: Promise<unknown> = Promise.resolve();
 
@@ -54,20 +55,26 @@ export class QueryRunner {
     const now = this.o.now();
     if (key) {
       const hit = this.cache.get(key);
-      if (hit && now - hit.at < CACHE_MS) return hit.value as T;
+      if (hit && now - hit.at < CACHE_MS) {
+        if (hit.refused) throw hit.refused;
+        return hit.value as T;
+      }
     }
     if (this.waiting >= this.o.maxWaiting) {
       throw new DomainError("unavailable", "too_busy", "Too many statistics queries are running; retry shortly.", 1);
     }
     this.waiting++;
     const tooHeavy = () => new DomainError("too_heavy", "query_too_heavy", "This query needs more time than its budget; narrow the dates or add filters.");
+    let overMemory: DomainError | null = null;
+    const tooLarge = () =>
+      (overMemory = new DomainError("too_heavy", "query_too_heavy", "This query reads more data than the server may hold in memory for one query; narrow the dates or add filters."));
     let started = -1;
     const budget: Budget = {
       check: () => {
         if (performance.now() - started > this.o.budgetMs) throw tooHeavy();
       },
     };
-    const reader: QueryChunks = { pinned: new Map(), inline: new Set() };
+    const reader: QueryChunks = queryChunks();
     // One run of `fn` at a time: they are CPU-bound, and interleaving would only make each
     // slower. A query waiting for partitions to be decoded holds no turn, so that cheap
     // queries (live, cached answers) are not held behind it. Each turn starts after the
@@ -82,6 +89,7 @@ export class QueryRunner {
             return { value: fn(budget, reader) };
           } catch (e) {
             if (e instanceof NeedDecode) return { need: e };
+            if (e instanceof OverMemory) throw tooLarge();
             throw e;
           }
         });
@@ -92,16 +100,26 @@ export class QueryRunner {
       for (;;) {
         const r = await attempt();
         if ("value" in r) return r.value;
-        if (!(await this.o.store.decodeOffThread(r.need.parts, reader, started + this.o.budgetMs))) throw tooHeavy();
+        const decoded = await this.o.store.decodeOffThread(r.need.parts, reader, started + this.o.budgetMs);
+        if (decoded === "late") throw tooHeavy();
+        if (decoded === "over_memory") throw tooLarge();
       }
     })();
+    const keep = (entry: { value?: unknown; refused?: DomainError }) => {
+      if (!key) return;
+      if (this.cache.size > 5000) this.cache.clear();
+      this.cache.set(key, { at: this.o.now(), ...entry });
+    };
     try {
       const value = await answer;
-      if (key) {
-        if (this.cache.size > 5000) this.cache.clear();
-        this.cache.set(key, { at: this.o.now(), value });
-      }
+      keep({ value });
       return value;
+    } catch (e) {
+      // Over its time budget a query is not kept: what it decoded stays cached, so asking
+      // again goes further. Over its memory budget, asking again would decode the same
+      // partitions to be refused again (a dashboard polls): refused at once meanwhile.
+      if (e !== null && e === overMemory) keep({ refused: e as DomainError });
+      throw e;
     } finally {
       this.waiting--;
     }

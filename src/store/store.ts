@@ -29,12 +29,27 @@ import { LiveCounts } from "./live.ts";
 export interface QueryChunks {
   pinned: Map<string, Chunk>;
   inline: Set<string>;
+  /** Decoded bytes of the pinned chunks. */
+  bytes: number;
 }
+
+/** A fresh hold, for one query. */
+export const queryChunks = (): QueryChunks => ({ pinned: new Map(), inline: new Set(), bytes: 0 });
 
 /** Thrown by chunks() for a query: these partitions must be decoded first (decodeOffThread). */
 export class NeedDecode extends Error {
   constructor(readonly parts: Partition[]) {
     super(`${parts.length} partitions to decode`);
+  }
+}
+
+/**
+ * Thrown by chunks() for a query whose partitions, decoded, would be more than a query may
+ * hold at once (StoreOptions.queryBytes): it cannot be answered within memory.
+ */
+export class OverMemory extends Error {
+  constructor(readonly bytes: number) {
+    super(`a query would hold ${bytes} bytes of decoded partitions`);
   }
 }
 
@@ -57,6 +72,13 @@ export interface StoreOptions {
   writerNice?: number;
   /** Who writes partition files; by default a worker thread. */
   files?: PartitionFiles;
+  /**
+   * The most decoded partitions one query may hold at once, in bytes (default: the cache's
+   * budget). A query's partitions stay pinned until it is answered, also those the cache
+   * lets go: past this, a query over more data than memory was given would take the process
+   * to the bound where ingest is refused (docs/reliability.md).
+   */
+  queryBytes?: number;
 }
 
 /** What a query will read, computed without any I/O. */
@@ -295,10 +317,17 @@ export class EventStore implements EventSink {
         continue;
       }
       const c = this.load(p, check);
-      reader?.pinned.set(p.file, c);
+      if (reader) this.pin(reader, p, c);
       out.push(c);
     }
-    if (missing) throw new NeedDecode(missing);
+    if (missing) {
+      // Refused before any decoding when even the smallest decoded size seen per file byte
+      // puts the partitions still to decode past what the query may hold.
+      let expected = reader!.bytes;
+      for (const p of missing) expected += p.bytes * this.minDecodedRatio;
+      if (expected > this.queryBudget()) throw new OverMemory(Math.round(expected));
+      throw new NeedDecode(missing);
+    }
     for (const h of this.headsOf(app)) if (h.n > 0 && h.maxTs >= fromMs && h.minTs < toMs) out.push(h);
     return out;
   }
@@ -317,15 +346,16 @@ export class EventStore implements EventSink {
    * file that cannot be decoded there (an unreadable file, a thread that failed) is left
    * to the synchronous path, which reports errors as before.
    */
-  async decodeOffThread(parts: Partition[], reader: QueryChunks, deadline: number): Promise<boolean> {
+  async decodeOffThread(parts: Partition[], reader: QueryChunks, deadline: number): Promise<"done" | "late" | "over_memory"> {
     for (const p of parts) {
+      if (reader.bytes > this.queryBudget()) return "over_memory";
       const hit = this.cache.get(p.file)?.chunk;
       if (hit) {
-        reader.pinned.set(p.file, hit);
+        this.pin(reader, p, hit);
         continue;
       }
       const wait = deadline - performance.now();
-      if (wait <= 0) return false;
+      if (wait <= 0) return "late";
       let pending = this.decoding.get(p.file);
       if (!pending) {
         pending = this.files.decode(p.file).then(
@@ -352,15 +382,35 @@ export class EventStore implements EventSink {
       const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), wait)));
       try {
         const chunk = await Promise.race([pending, late]);
-        if (chunk === "late") return false;
-        if (chunk) reader.pinned.set(p.file, chunk);
+        if (chunk === "late") return "late";
+        if (chunk) this.pin(reader, p, chunk);
       } catch {
         reader.inline.add(p.file);
       } finally {
         clearTimeout(timer);
       }
     }
-    return true;
+    return reader.bytes > this.queryBudget() ? "over_memory" : "done";
+  }
+
+  /** Pins `chunk` (partition `p`) for a query, counting its decoded bytes. */
+  private pin(reader: QueryChunks, p: Partition, chunk: Chunk): void {
+    if (reader.pinned.has(p.file)) return;
+    const bytes = this.cache.get(p.file)?.bytes ?? chunkBytes(chunk);
+    reader.pinned.set(p.file, chunk);
+    reader.bytes += bytes;
+    if (p.bytes > 0) this.minDecodedRatio = Math.min(this.minDecodedRatio, bytes / p.bytes);
+  }
+
+  /**
+   * The least decoded bytes per file byte seen in a partition (starting from 1: columns
+   * compressed by zstd decode larger than they are on disk). Lets a query too large for
+   * memory be refused before it decodes anything.
+   */
+  private minDecodedRatio = 1;
+
+  private queryBudget(): number {
+    return this.o.queryBytes ?? this.cacheBudget();
   }
 
   /**

@@ -13,8 +13,11 @@ import { tempDir } from "../helpers/tmp.ts";
 const log = createLogger("silent");
 const START = Date.UTC(2026, 10, 1);
 
-/** A store over a directory of partitions written by another, with a cache of `cacheBytes`. */
-async function storeWithPartitions(cacheBytes: number, files?: PartitionFiles) {
+/**
+ * A store over a directory of partitions written by another, with a cache of `cacheBytes`;
+ * a query may hold `queryBytes` of decoded partitions (64 MiB unless given).
+ */
+async function storeWithPartitions(cacheBytes: number, files?: PartitionFiles, queryBytes = 64 << 20) {
   const dir = tempDir("sextant-runner-");
   const w = new EventStore({ dir, log, cacheBytes: 64 << 20, flushEvents: 1e9 });
   const evs = randomEvents(7, 6000, { seed: 11, start: START, spanMs: 4 * DAY_MS });
@@ -22,7 +25,7 @@ async function storeWithPartitions(cacheBytes: number, files?: PartitionFiles) {
   const heads = w.takeHeads();
   w.finishFlush(heads, await w.writeHeads(heads, 3));
   await w.close();
-  const s = new EventStore({ dir, log, cacheBytes, flushEvents: 1e9, files });
+  const s = new EventStore({ dir, log, cacheBytes, flushEvents: 1e9, files, queryBytes });
   const parts = s.open(3).partitions;
   return { s, evs, parts };
 }
@@ -59,6 +62,50 @@ describe("query runner", () => {
     // Without a reader (exports, rollups), chunks() still decodes on the calling thread.
     s.chunks(7, -Infinity, Infinity);
     expect(s.cacheStats().decodedInline).toBeGreaterThan(0);
+    await s.close();
+  });
+
+  test("a query that would hold more decoded partitions than its memory budget answers query_too_heavy; a narrower one is answered", async () => {
+    // What every partition takes decoded, measured with no memory budget to speak of.
+    const all = await storeWithPartitions(64 << 20);
+    const now = START + 5 * DAY_MS;
+    const full = resolveWindow("2026-11-01", "2026-11-05", now);
+    const day = resolveWindow("2026-11-02", "2026-11-02", now);
+    const r0 = new QueryRunner({ store: all.s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+    let held = 0;
+    await r0.run(null, (budget, reader) => {
+      const n = readAll(r0, full)(budget, reader);
+      held = reader.bytes;
+      return n;
+    });
+    expect(held).toBeGreaterThan(0);
+    await all.s.close();
+
+    // Half of that may be held by one query: every day is too much (refused before it has
+    // decoded half), one day is answered.
+    let decodes = 0;
+    const files: PartitionFiles = { ...inlineFiles, decode: (f) => (decodes++, Promise.resolve(decodeFile(f))) };
+    const { s, evs, parts } = await storeWithPartitions(1, files, Math.floor(held / 2));
+    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+    const refused = runner.run(null, readAll(runner, full));
+    await expect(refused).rejects.toMatchObject({ code: "query_too_heavy" });
+    await expect(refused).rejects.toThrow(/memory/);
+    expect(decodes).toBeLessThan(parts);
+    const inDay = evs.filter((e) => e.ts >= day.startMs && e.ts < day.endMs).length;
+    expect(inDay).toBeGreaterThan(0);
+    expect(await runner.run(null, readAll(runner, day))).toBe(inDay);
+    // Once the store has seen how large partitions decode, the full query is refused before
+    // any decoding.
+    decodes = 0;
+    await expect(runner.run(null, readAll(runner, full))).rejects.toMatchObject({ code: "query_too_heavy" });
+    expect(decodes).toBe(0);
+    // A refusal for memory is kept like an answer (a dashboard polls): the same query is not
+    // run again while it is.
+    let runs = 0;
+    const counted = (budget: Budget, reader: QueryChunks) => (runs++, readAll(runner, full)(budget, reader));
+    await expect(runner.run("full", counted)).rejects.toMatchObject({ code: "query_too_heavy" });
+    await expect(runner.run("full", counted)).rejects.toMatchObject({ code: "query_too_heavy" });
+    expect(runs).toBe(1);
     await s.close();
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
-import { EventStore } from "../../src/store/store.ts";
+import { EventStore, queryChunks } from "../../src/store/store.ts";
 import { derive, eventsOf, HeadChunk } from "../../src/store/chunk.ts";
 import { createLogger } from "../../src/log.ts";
 import { DAY_MS, dayNumber, medianOf } from "../../src/store/rollups.ts";
@@ -195,7 +195,8 @@ describe("event store", () => {
     const threads = () => new Map(threadsOf().map(({ tid, comm, nice }) => [String(tid), { comm, nice }]));
     // Threads of earlier tests in this process (one may still be ending) are not this store's.
     const earlier = threads();
-    const s = new EventStore({ dir: tmp(), log, cacheBytes: 200_000, flushEvents: 1e9, writerNice: 4 });
+    // A query may hold more than the cache here: it reads every partition.
+    const s = new EventStore({ dir: tmp(), log, cacheBytes: 200_000, flushEvents: 1e9, writerNice: 4, queryBytes: 64 << 20 });
     try {
       const evs = randomEvents(8, 20_000, { seed: 8, start: Date.UTC(2026, 10, 1), spanMs: 5 * DAY_MS });
       s.append(evs);
@@ -206,8 +207,8 @@ describe("event store", () => {
       expect([...before].filter(([tid, t]) => !earlier.has(tid) && t.comm === "Worker" && t.nice === own + 4)).toHaveLength(1);
       // The cache holds a few of the partitions: the rest are decoded for the query.
       const parts = s.plan(8, -Infinity, Infinity).partitions;
-      const reader = { pinned: new Map(), inline: new Set<string>() };
-      expect(await s.decodeOffThread(parts, reader, performance.now() + 20_000)).toBe(true);
+      const reader = queryChunks();
+      expect(await s.decodeOffThread(parts, reader, performance.now() + 20_000)).toBe("done");
       expect(reader.inline.size).toBe(0);
       expect(canonical(parts.flatMap((p) => [...eventsOf(reader.pinned.get(p.file)!)]))).toEqual(canonical(evs));
       // One worker thread more, at the process's own priority: the reader. (The engine may
