@@ -143,6 +143,23 @@ function measure(key: string, url: string, script: string, pid: number, extraEnv
   return { ...r, cpuPerReqUs: (c1 - c0) / Math.max(1, r.requests) };
 }
 
+/**
+ * Waits until a server uses under 5% of a core over 250 ms (at most 15 s), and returns how
+ * long that took. Sextant finishes a row's flushes, and the query load's decodes, after the
+ * row: the bare rows of rounds 2 and 3 used to run meanwhile, on the same core, so the bare
+ * server was slower there (p99 4-6 ms against 2-3 in round 1) and those rounds' ratios higher.
+ */
+async function settle(pid: number): Promise<number> {
+  const t0 = performance.now();
+  while (performance.now() - t0 < 15_000) {
+    const c0 = cpuMicros(pid);
+    await Bun.sleep(250);
+    if (cpuMicros(pid) - c0 < 0.05 * 250_000) break;
+  }
+  return performance.now() - t0;
+}
+const settleMs: number[] = [];
+
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const runs: Record<string, Measured[]> = { bare: [], web: [], webQ: [], batch: [], batchPaced: [], batchQ: [] };
 /** The share of the round's own batch rate the paced row offers. */
@@ -150,6 +167,7 @@ const PACED_SHARE = 0.6;
 const paceWaits: number[] = [];
 const queryRates: number[] = [];
 for (let round = 0; round < ROUNDS; round++) {
+  settleMs.push(await settle(server.pid));
   runs.bare!.push(measure("bare", `${bareUrl}/v1/event`, web, bare.pid));
   runs.web!.push(measure("web", `${base}/v1/event`, web, server.pid));
   const full = measure("batch", `${base}/v1/batch`, bat, server.pid);
@@ -222,7 +240,7 @@ const body = `## Ingest (bench/ingest.ts)
 
 - Machine: ${machine()}
 - Date: ${new Date().toISOString().slice(0, 10)}
-- Command: \`bun bench/ingest.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). The bare server and Sextant (\`sextant serve\`, JSON request log to a file, every accepted event fsynced by group commit before the answer) both run pinned to core 0; wrk runs pinned to core 1 with ${CONNS} connections, ${SECONDS} s per row, after a warm-up of 5 s of web events, ${WARM_OTHER_S} s of batches to a third app and ${WARM_BATCH_S} s of batches to the measured one (the partition writer's code is compiled and recompiled over its first eight or so flushes; the third app keeps the data the query load reads as it was with 20 s). Rows alternate round by round and the table gives medians; the ratio column also lists each round's ratio against the bare run of the same round, since this shared machine's speed drifts by tens of percent between minutes.
+- Command: \`bun bench/ingest.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). The bare server and Sextant (\`sextant serve\`, JSON request log to a file, every accepted event fsynced by group commit before the answer) both run pinned to core 0; wrk runs pinned to core 1 with ${CONNS} connections, ${SECONDS} s per row, after a warm-up of 5 s of web events, ${WARM_OTHER_S} s of batches to a third app and ${WARM_BATCH_S} s of batches to the measured one (the partition writer's code is compiled and recompiled over its first eight or so flushes; the third app keeps the data the query load reads as it was with 20 s). Rows alternate round by round and the table gives medians; the ratio column also lists each round's ratio against the bare run of the same round, since this shared machine's speed drifts by tens of percent between minutes. Each round's bare row starts once Sextant is idle (under 5% of a core over 250 ms; this run waited ${settleMs.map((m) => fmt(m / 1000, 1)).join(", ")} s): until 2026-11-23 the bare rows of rounds 2 and 3 ran while Sextant still finished the row before (flushes, the query load's decodes) on the same core, which slowed them and raised those rounds' ratios.
 - The query load (rows "with query load") is a second wrk with 4 connections reading with an API token, each waiting 50 ms between requests as a busy dashboard would (median ${fmt(median(queryRates))} requests/s). The load cycles through overview (unfiltered and filtered), breakdowns, live and usage of both apps; answers are cached for 30 s except live, which is computed on every request. A round takes about 31 s, longer than the cache holds an answer, so every row with query load computes each query afresh at least once, on the event loop ingest shares, and the slowest of them sets those rows' p99. (Until the paced row came, a round took about 26 s, and rounds 2 and 3 found the answers of the round before still cached. Computed afresh, the measured app's breakdown by users took 520-1,056 ms until its mend of 2026-11-22; see the tenth session below.)
 - The paced row is the batch load below capacity: each of the 64 connections waits between requests, a wait sized so that together they would offer ${PACED_SHARE * 100}% of the rate the round's saturating batch row reached if every answer came at once; the answers' own time comes on top, so the row reaches somewhat less (compare the two rows' requests/s). The wait is drawn at random up to twice its mean (${runs.batchPaced!.length ? "a mean of about " + fmt(median(paceWaits)) : "-"} ms). Its ratio is not a capacity figure; its latency is what a batch costs to answer without the queue that 64 saturating connections build (at saturation the mean latency is 64 ÷ throughput, Little's law).
 - Load: web events from a pool of 50,000 visitor addresses (one new address per request would make every event a new visit); batches from 5,000 devices, each with its own address and its own session id (until 2026-11-22 every batch carried one fixed session id).
