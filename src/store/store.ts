@@ -320,11 +320,14 @@ export class EventStore implements EventSink {
       if (reader) this.pin(reader, p, c);
       out.push(c);
     }
+    // Partitions decoded inline (the thread could not) count like the others.
+    if (reader && reader.bytes > this.queryBudget()) throw new OverMemory(reader.bytes);
     if (missing) {
       // Refused before any decoding when even the smallest decoded size seen per file byte
       // puts the partitions still to decode past what the query may hold.
       let expected = reader!.bytes;
-      for (const p of missing) expected += p.bytes * this.minDecodedRatio;
+      const ratio = Number.isFinite(this.minDecodedRatio) ? this.minDecodedRatio : 1;
+      for (const p of missing) expected += p.bytes * ratio;
       if (expected > this.queryBudget()) throw new OverMemory(Math.round(expected));
       throw new NeedDecode(missing);
     }
@@ -342,9 +345,10 @@ export class EventStore implements EventSink {
    * event loop: under the ingest bench's load, with more data than the cache budget, that
    * held every request for up to the 9 s query budget. A decode goes into the cache when it
    * lands, also after the query has given up; queries wanting the same file share one.
-   * Answers false at `deadline` (performance.now() ms), even with a decode under way. A
-   * file that cannot be decoded there (an unreadable file, a thread that failed) is left
-   * to the synchronous path, which reports errors as before.
+   * Answers "late" at `deadline` (performance.now() ms), even with a decode under way, and
+   * "over_memory" once the query holds more than it may (StoreOptions.queryBytes). A file
+   * that cannot be decoded there (an unreadable file, a thread that failed) is left to the
+   * synchronous path, which reports errors as before.
    */
   async decodeOffThread(parts: Partition[], reader: QueryChunks, deadline: number): Promise<"done" | "late" | "over_memory"> {
     for (const p of parts) {
@@ -403,11 +407,11 @@ export class EventStore implements EventSink {
   }
 
   /**
-   * The least decoded bytes per file byte seen in a partition (starting from 1: columns
-   * compressed by zstd decode larger than they are on disk). Lets a query too large for
-   * memory be refused before it decodes anything.
+   * The least decoded bytes per file byte seen in a partition (Infinity until one is seen;
+   * 1 is assumed meanwhile: columns compressed by zstd decode larger than they are on
+   * disk). Lets a query too large for memory be refused before it decodes anything.
    */
-  private minDecodedRatio = 1;
+  private minDecodedRatio = Infinity;
 
   private queryBudget(): number {
     return this.o.queryBytes ?? this.cacheBudget();

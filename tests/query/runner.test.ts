@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { EventStore, type QueryChunks } from "../../src/store/store.ts";
+import { EventStore, queryChunks, type QueryChunks } from "../../src/store/store.ts";
 import { decodeFile, inlineFiles, type PartitionFiles } from "../../src/store/files.ts";
 import type { Budget } from "../../src/query/scan.ts";
-import { eventsOf, type Chunk } from "../../src/store/chunk.ts";
+import { chunkBytes, eventsOf, type Chunk } from "../../src/store/chunk.ts";
 import { createLogger } from "../../src/log.ts";
 import { DAY_MS } from "../../src/store/rollups.ts";
 import { QueryRunner } from "../../src/query/runner.ts";
@@ -82,7 +82,8 @@ describe("query runner", () => {
     await all.s.close();
 
     // Half of that may be held by one query: every day is too much (refused before it has
-    // decoded half), one day is answered.
+    // decoded them all: here before any, the files being larger than their decoded columns),
+    // one day is answered.
     let decodes = 0;
     const files: PartitionFiles = { ...inlineFiles, decode: (f) => (decodes++, Promise.resolve(decodeFile(f))) };
     const { s, evs, parts } = await storeWithPartitions(1, files, Math.floor(held / 2));
@@ -106,6 +107,23 @@ describe("query runner", () => {
     await expect(runner.run("full", counted)).rejects.toMatchObject({ code: "query_too_heavy" });
     await expect(runner.run("full", counted)).rejects.toMatchObject({ code: "query_too_heavy" });
     expect(runs).toBe(1);
+    await s.close();
+  });
+
+  test("decoding for a query stops as soon as what it pinned passes its memory budget", async () => {
+    let decodes = 0;
+    const files: PartitionFiles = { ...inlineFiles, decode: (f) => (decodes++, Promise.resolve(decodeFile(f))) };
+    const budget = 20_000;
+    const { s, parts } = await storeWithPartitions(1, files, budget);
+    const reader = queryChunks();
+    const all = s.plan(7, -Infinity, Infinity).partitions;
+    expect(await s.decodeOffThread(all, reader, performance.now() + 60_000)).toBe("over_memory");
+    expect(reader.bytes).toBeGreaterThan(budget);
+    // Every partition decoded is pinned and counted, and none after the one that passed.
+    expect(reader.pinned.size).toBe(decodes);
+    expect(decodes).toBeLessThan(parts);
+    const last = [...reader.pinned.values()].at(-1)!;
+    expect(reader.bytes - chunkBytes(last)).toBeLessThanOrEqual(budget);
     await s.close();
   });
 
