@@ -1,10 +1,11 @@
 // A Parquet writer for our own columns, built on hyparquet-writer's encoders (delta for
 // out-of-range timestamps, page headers, the thrift footer) and our own RLE/bit packing
-// (rle.ts) and timestamp delta packing (below), which write into the buffer directly. hyparquet-writer's own column writer
-// takes one JS value per row and rebuilds every dictionary and statistic from them: for
-// our data, which already is dictionary codes, that was three quarters of a flush. Here a
-// string column is written straight from its codes, and its statistics come from the
-// (small) dictionary. One row group per file, one data page (v1) per column.
+// (rle.ts) and timestamp delta packing (below), which write into the buffer directly.
+// hyparquet-writer's own column writer takes one JS value per row and rebuilds every
+// dictionary and statistic from them: for our data, which already is dictionary codes,
+// that was three quarters of a flush. Here a string column is written straight from its
+// codes, and its statistics come from the (small) dictionary. One row group per file, one
+// data page (v1) per column.
 
 import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
