@@ -12,7 +12,7 @@ import { writePageHeader } from "hyparquet-writer/src/datapage.js";
 import { deltaBinaryPack } from "hyparquet-writer/src/delta.js";
 import { writeMetadata } from "hyparquet-writer/src/metadata.js";
 import { FRESH, type Scratch } from "./scratch.ts";
-import { packBits, writeRleHybrid } from "./rle.ts";
+import { packBits, varInt, writeRleHybrid } from "./rle.ts";
 
 export type ColumnValues =
   | {
@@ -80,7 +80,7 @@ const PER_MINIBLOCK = BLOCK / MINIBLOCKS;
 
 function appendVarNumber(w: ByteWriter, v: number) {
   w.ensure(8);
-  const n = varNumber(new Uint8Array(w.buffer), w.index, v) - w.index;
+  const n = varInt(new Uint8Array(w.buffer), w.index, v) - w.index;
   w.index += n;
   w.offset += n;
 }
@@ -120,7 +120,7 @@ export function deltaPackTimestamps(w: ByteWriter, values: Float64Array): void {
     w.ensure(BLOCK_MAX_BYTES);
     if (out.buffer !== w.buffer) out = new Uint8Array(w.buffer);
     const from = w.index;
-    let o = varNumber(out, from, minDelta >= 0 ? minDelta * 2 : -minDelta * 2 - 1);
+    let o = varInt(out, from, minDelta >= 0 ? minDelta * 2 : -minDelta * 2 - 1);
     for (let mb = 0; mb < MINIBLOCKS; mb++) out[o++] = widths[mb]!;
     for (let mb = 0; mb < MINIBLOCKS; mb++) {
       const bw = widths[mb]!;
@@ -154,16 +154,6 @@ export function deltaPackTimestamps(w: ByteWriter, values: Float64Array): void {
 
 /** A block's largest encoding: its min delta (up to 8 bytes below 2^53), widths, four miniblocks of up to 46 bits a value. */
 const BLOCK_MAX_BYTES = 8 + MINIBLOCKS + MINIBLOCKS * PER_MINIBLOCK * 8;
-
-/** ULEB128 of a non-negative integer below 2^53 (up to 8 bytes), at `o`; returns the offset after it. */
-function varNumber(out: Uint8Array, o: number, v: number): number {
-  while (v >= 128) {
-    out[o++] = (v % 128) | 128;
-    v = Math.floor(v / 128);
-  }
-  out[o++] = v;
-  return o;
-}
 
 function bitWidth(max: number): number {
   let b = 0;

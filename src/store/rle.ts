@@ -77,11 +77,15 @@ export function packBits(out: Uint8Array, o: number, values: ArrayLike<number>, 
   return o;
 }
 
-/** ULEB128 of a 32-bit value, as ByteWriter.appendVarInt writes it. */
-function varInt(out: Uint8Array, o: number, value: number): number {
-  while ((value & ~0x7f) !== 0) {
-    out[o++] = (value & 0x7f) | 0x80;
-    value >>>= 7;
+/**
+ * ULEB128 of a non-negative integer below 2^53 (up to 8 bytes) at `o`; returns the offset
+ * after it. The same bytes as ByteWriter.appendVarInt for 32-bit values, and past them
+ * (the timestamp deltas' header and minimums) exact where bit operations would wrap.
+ */
+export function varInt(out: Uint8Array, o: number, value: number): number {
+  while (value >= 128) {
+    out[o++] = (value % 128) | 128;
+    value = Math.floor(value / 128);
   }
   out[o++] = value;
   return o;
