@@ -118,7 +118,7 @@ export class QueryRunner {
       // Over its time budget a query is not kept: what it decoded stays cached, so asking
       // again goes further. Over its memory budget, asking again would decode the same
       // partitions to be refused again (a dashboard polls): refused at once meanwhile.
-      if (e !== null && e === overMemory) keep({ refused: e as DomainError });
+      if (e instanceof DomainError && e === overMemory) keep({ refused: e });
       throw e;
     } finally {
       this.waiting--;
