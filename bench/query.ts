@@ -36,6 +36,7 @@ import { heatmap } from "../src/query/ops/heatmap.ts";
 import { sessionsList } from "../src/query/ops/sessions.ts";
 import { dayNumber } from "../src/store/rollups.ts";
 import type { Filter } from "../src/query/scan.ts";
+import type { Work } from "../src/query/work.ts";
 import { fmt, machine, writeSection } from "./lib.ts";
 
 const EVENTS = Number(process.argv[2] ?? 10_000_000);
@@ -79,6 +80,14 @@ const runner = new QueryRunner({ store, now: () => end, budgetMs: 600_000, maxWa
 const window = resolveWindow(new Date(end - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10), new Date(end).toISOString().slice(0, 10), end);
 let budget: { check(): void } = { check() {} };
 const ctx = (filters: Filter[] = []) => runner.context(appId, "web", window, false, filters, budget);
+/** Runs an operator to its end, checking the budget at its yields as the runner does (without the runner's slices). */
+const run = (w: Work<unknown>): unknown => {
+  for (;;) {
+    const r = w.next();
+    if (r.done) return r.value;
+    budget.check();
+  }
+};
 // Warm: decode every partition once (both sides then read from memory / OS cache), and run
 // the rollup job once, as the server does every minute.
 store.chunks(appId, -Infinity, Infinity);
@@ -106,7 +115,7 @@ async function time(fn: () => unknown | Promise<unknown>, runs = RUNS): Promise<
 const sql = (q: string) => () => con.runAndReadAll(q);
 
 const US: Filter[] = [{ dim: "country", values: ["US"] }];
-const cases: [string, () => unknown, string, number][] = [
+const cases: [string, () => Work<unknown>, string, number][] = [
   ["overview, unfiltered (rollups)", () => period(ctx()), `select date_trunc('day', ts) d, count(*), count(distinct session), count(distinct visitor) from e group by 1`, 0.5],
   [
     "overview, filtered (country=US)",
@@ -158,10 +167,10 @@ const cases: [string, () => unknown, string, number][] = [
 const rows: string[] = [];
 const overBudget: string[] = [];
 for (const [label, ours, q, target] of cases) {
-  const a = await time(ours);
+  const a = await time(() => run(ours()));
   const b = await time(sql(q));
   if (a > BUDGET_MS) {
-    // Once more under the server's budget, checked as the runner checks it (per chunk):
+    // Once more under the server's budget, checked as the runner checks it (at each yield):
     // how long until the 422 answer.
     const started = performance.now();
     budget = {
@@ -171,7 +180,7 @@ for (const [label, ours, q, target] of cases) {
     };
     let answered = "answered";
     try {
-      await ours();
+      run(ours());
     } catch (e) {
       if ((e as Error).message !== "over budget") throw e;
       answered = "422";

@@ -1,12 +1,14 @@
-// What an operator gets: the app, the window, the filters, a way to read chunks, and the
-// budget. Built by the runner; operators never touch HTTP or the catalog directly.
+// What an operator gets: the app, the window, the filters and a way to read chunks. Built
+// by the runner, which also keeps the time budget at the operators' yields (work.ts);
+// operators never touch HTTP or the catalog directly.
 
 import type { Chunk } from "../store/chunk.ts";
 import type { Rollups } from "../store/rollups.ts";
 import type { LiveCounts } from "../store/live.ts";
 import type { Window } from "./window.ts";
 import { collectSessions, DAY_MS } from "./sessions.ts";
-import type { Budget, Filter, ScanOptions } from "./scan.ts";
+import type { Filter, ScanOptions } from "./scan.ts";
+import type { Work } from "./work.ts";
 
 export interface QueryContext {
   app: number;
@@ -18,16 +20,15 @@ export interface QueryContext {
   chunks(fromMs: number, toMs: number): Chunk[];
   rollups: Rollups;
   live: LiveCounts;
-  budget: Budget;
 }
 
 /** Scan options over [from, to) with the query's filters; entry/exit filters resolved to sessions. */
-export function scanOptions(q: QueryContext, startMs: number, endMs: number): ScanOptions {
+export function* scanOptions(q: QueryContext, startMs: number, endMs: number): Work<ScanOptions> {
   const sessionFilters = q.filters.filter((f) => f.dim === "entry" || f.dim === "exit");
   let sessions: Set<number> | null = null;
   if (sessionFilters.length) {
     const others = q.filters.filter((f) => f.dim !== "entry" && f.dim !== "exit");
-    const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), { startMs: startMs - DAY_MS, endMs: endMs + DAY_MS, debug: q.debug, filters: others }, q.budget);
+    const all = yield* collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), { startMs: startMs - DAY_MS, endMs: endMs + DAY_MS, debug: q.debug, filters: others });
     sessions = new Set();
     for (let k = 0; k < all.n; k++) {
       if (sessionFilters.every((f) => f.values.includes(all.place(k, f.dim as "entry" | "exit")))) sessions.add(all.id[k]!);

@@ -2,8 +2,7 @@
 // breakdown by users or sessions and the events list's users.
 
 import type { QueryContext } from "./context.ts";
-import type { scanOptions } from "./context.ts";
-import { countByContext, scan, type CodeReader } from "./scan.ts";
+import { countByContext, scan, type CodeReader, type ScanOptions } from "./scan.ts";
 import { DAY_MS } from "./sessions.ts";
 import type { Chunk } from "../store/chunk.ts";
 import { DomainError } from "../domain/errors.ts";
@@ -28,7 +27,7 @@ export class DistinctPairs {
 
   constructor(
     private q: QueryContext,
-    private opts: ReturnType<typeof scanOptions>,
+    private opts: ScanOptions,
     private byUser: boolean,
   ) {
     this.days = Math.ceil((q.window.endMs - q.window.startMs) / DAY_MS) + 1;
@@ -38,7 +37,7 @@ export class DistinctPairs {
    * `isolated`: every pair this chunk has is in no other chunk (users, and no other chunk
    * has events on this one's days: compacted days): its pairs are counted in a set of its
    * own with small keys (its dense visitor number, day and code), and summed per value.
-   * Otherwise into the shared set.
+   * Otherwise into the shared set. One chunk a call: the operator yields between calls.
    */
   chunk(c: Chunk, r: CodeReader, isolated: boolean) {
     const ncodes = r.values.length;
@@ -100,10 +99,9 @@ export class DistinctPairs {
       // each gives its pair once. A callback per row cost 700 ms for 3.5 million events,
       // on the event loop ingest shares.
       const perCtx = countByContext(c, this.opts);
-      this.q.budget.check(c.n);
       if (perCtx) for (let x = 0; x < c.nctx; x++) if (perCtx[x]) pair(x, r.perContext[x]!, 0);
     } else {
-      scan([c], this.opts, (cc, i, x) => pair(x, r.code(i, x), this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0), this.q.budget);
+      scan([c], this.opts, (cc, i, x) => pair(x, r.code(i, x), this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0));
     }
     if (!global) {
       const g = this.globalCodes(r.values);

@@ -7,6 +7,7 @@ import { CTX_DIMS, type Chunk, type Codes, type CtxDim } from "../store/chunk.ts
 import { isDimension, PROP_PREFIX } from "../store/dimensions.ts";
 import { invalid } from "../domain/errors.ts";
 import { DIMENSIONS } from "../store/dimensions.ts";
+import type { Work } from "./work.ts";
 
 export interface Filter {
   dim: string;
@@ -49,16 +50,11 @@ export interface ScanOptions {
   sessions?: Set<number> | null;
 }
 
-/** Checks the time and budget every so many rows. */
-export interface Budget {
-  check(rows: number): void;
-}
-
 /**
  * Calls `fn(chunk, i, x)` for every row that passes: in the time range, of the debug kind
  * asked, and matching every filter. `x` is the row's context.
  */
-export function scan(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, x: number) => void, budget?: Budget): void {
+export function scan(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, x: number) => void): void {
   for (const c of chunks) {
     if (c.n === 0 || c.maxTs < o.startMs || c.minTs >= o.endMs) continue;
     const plan = compile(c, o);
@@ -83,7 +79,14 @@ export function scan(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, 
       if (rowOk && !rowOk[i]) continue;
       fn(c, i, x);
     }
-    budget?.check(c.n);
+  }
+}
+
+/** scan, yielding after each chunk (see work.ts). */
+export function* scanSteps(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, x: number) => void): Work<void> {
+  for (const c of chunks) {
+    scan([c], o, fn);
+    yield;
   }
 }
 

@@ -7,7 +7,8 @@
 
 import { derive, type Chunk } from "../store/chunk.ts";
 import { sessionTimeOrder } from "../store/order.ts";
-import { compile, type Budget, type Compiled, type ScanOptions } from "./scan.ts";
+import { compile, type Compiled, type ScanOptions } from "./scan.ts";
+import type { Work } from "./work.ts";
 import { NumberMap } from "../util/number-map.ts";
 
 /** The rows of one session handed to the visitor: row `row[k]` of chunk `chunks[chunk[k]]`. */
@@ -39,13 +40,12 @@ const BUCKET = 4096;
  * Calls `visit` once per session with its passing rows, in time order. `prepare` runs once
  * per chunk with rows, before any visit, with the chunk's number in `parts`.
  */
-export function walkSessions(
+export function* walkSessions(
   chunks: Chunk[],
   o: ScanOptions,
   visit: (s: SessionRows, parts: Chunk[]) => void,
-  budget?: Budget,
   prepare?: (ci: number, c: Chunk) => void,
-): void {
+): Work<void> {
   const parts: Part[] = [];
   let lo = Infinity;
   let hi = -Infinity;
@@ -56,13 +56,13 @@ export function walkSessions(
     const plan = compile(c, o);
     if (!plan) continue;
     const p = stretches(c, plan, o);
+    yield;
     if (!p.nranges) continue;
     parts.push(p);
     total += p.nranges;
     if (p.ids[0]! < lo) lo = p.ids[0]!;
     if (p.ids[p.nranges - 1]! > hi) hi = p.ids[p.nranges - 1]!;
     for (let r = 0; r < p.nranges; r++) if (p.to[r]! - p.from[r]! > maxRows) maxRows = p.to[r]! - p.from[r]!;
-    budget?.check(c.n);
   }
   if (!total) return;
   const cs = parts.map((p) => p.c);
@@ -141,7 +141,7 @@ export function walkSessions(
       }
       if (out.n) visit(out, cs);
     }
-    budget?.check(0);
+    yield;
   }
 }
 

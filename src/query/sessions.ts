@@ -3,7 +3,8 @@
 // property of the first and last event for apps).
 
 import { derive, type Chunk } from "../store/chunk.ts";
-import { passingRuns, scan, type Budget, type ScanOptions } from "./scan.ts";
+import { passingRuns, scan, type ScanOptions } from "./scan.ts";
+import type { Work } from "./work.ts";
 import { NumberMap } from "../util/number-map.ts";
 
 export const DAY_MS = 86_400_000;
@@ -128,7 +129,7 @@ interface Folded extends Folds {
  * the index of session ids stays small enough to sit in cache. One index over all sessions
  * cost a cache miss per context (about 250 ns; the largest part of a sessions query).
  */
-export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget): Sessions {
+export function* collectSessions(chunks: Chunk[], o: ScanOptions): Work<Sessions> {
   const out = new Sessions();
   const parts: Folded[] = [];
   let total = 0;
@@ -136,7 +137,8 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
   let hi = -Infinity;
   for (const c of chunks) {
     if (c.nctx === 0) continue;
-    const f = foldsOf(c, o, budget);
+    const f = foldsOf(c, o);
+    yield;
     const n = f.n;
     if (!n) continue;
     const session = c.session;
@@ -179,6 +181,7 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
     const sorted = new Uint32Array(p.n);
     for (let e = 0; e < p.n; e++) sorted[at[b[e]!]!++] = e;
     p.order = sorted;
+    yield;
   }
   const index = new NumberMap(1, 2048);
   for (let j = 0; j < buckets; j++) {
@@ -194,7 +197,7 @@ export function collectSessions(chunks: Chunk[], o: ScanOptions, budget?: Budget
       if (to > from) mergeEntries(out, index, p, from, to);
       p.pos = to;
     }
-    budget?.check(0);
+    yield;
   }
   return out;
 }
@@ -226,10 +229,10 @@ interface Folds {
   lPv: Int32Array;
 }
 
-function foldsOf(c: Chunk, o: ScanOptions, budget?: Budget): Folds {
+function foldsOf(c: Chunk, o: ScanOptions): Folds {
   const pv = c.dicts.name.find("pageview");
   const runs = passingRuns(c, o);
-  if (!runs) return foldRows(c, o, pv, budget);
+  if (!runs) return foldRows(c, o, pv);
   if (o.filters.length || o.sessions) return foldRuns(c, runs, pv, false);
   // Without filters a partition's folds (inside the window) depend on the debug kind alone,
   // so they are kept with the partition: a dashboard's repeated sessions queries fold each
@@ -237,7 +240,7 @@ function foldsOf(c: Chunk, o: ScanOptions, budget?: Budget): Folds {
   return derive(c, o.debug ? "sessions.folds.debug" : "sessions.folds", () => foldRuns(c, runs, pv, true), (f) => 28 * f.n + 200);
 }
 
-function foldRows(c: Chunk, o: ScanOptions, pv: number, budget?: Budget): Folds {
+function foldRows(c: Chunk, o: ScanOptions, pv: number): Folds {
   const nctx = c.nctx;
   const cnt = new Uint32Array(nctx);
   const pvs = new Uint32Array(nctx);
@@ -267,7 +270,6 @@ function foldRows(c: Chunk, o: ScanOptions, pv: number, budget?: Budget): Folds 
         }
       }
     },
-    budget,
   );
   // Contexts with rows become the entries, in context order.
   let n = 0;

@@ -358,6 +358,36 @@ export class HeadChunk implements Chunk {
     return true;
   }
 
+  /** Queries holding a view of this head (EventStore.chunks, release). */
+  readers = 0;
+
+  /**
+   * The head as it stands, without copying: appends after it are not in it (they go past
+   * its `n`, or into grown arrays), and its dictionaries only gain codes it never uses.
+   * Valid while the head's arrays are not taken over by the app's next head, which
+   * EventStore.finishFlush holds back while `readers` is above 0.
+   */
+  view(): Chunk {
+    return {
+      app: this.app,
+      n: this.n,
+      nctx: this.nctx,
+      ts: this.ts,
+      name: this.name,
+      pathname: this.pathname,
+      ctx: this.ctx,
+      session: this.session,
+      visitor: this.visitor,
+      debug: this.debug,
+      dims: { ...this.dims },
+      dicts: this.dicts,
+      sp: new Map([...this.sp].map(([k, p]) => [k, { n: p.n, rows: p.rows, codes: p.codes, dict: p.dict }])),
+      np: new Map([...this.np].map(([k, p]) => [k, { n: p.n, rows: p.rows, vals: p.vals }])),
+      minTs: this.minTs,
+      maxTs: this.maxTs,
+    };
+  }
+
   /**
    * A copy of the head as it stands, for a reader that yields before it is done (an
    * export): once flushed, a head's arrays are written over by the app's next head.

@@ -28,13 +28,19 @@ import { LiveCounts } from "./live.ts";
  */
 export interface QueryChunks {
   pinned: Map<string, Chunk>;
+  /**
+   * The heads it has read, each as it stood when first read: a query runs in slices with
+   * ingest between them (query/runner.ts), and reads the same rows of a head throughout.
+   * While a view is held its head's arrays are not passed on to the app's next head.
+   */
+  heads: Map<HeadChunk, Chunk>;
   inline: Set<string>;
   /** Decoded bytes of the pinned chunks. */
   bytes: number;
 }
 
 /** A fresh hold, for one query. */
-export const queryChunks = (): QueryChunks => ({ pinned: new Map(), inline: new Set(), bytes: 0 });
+export const queryChunks = (): QueryChunks => ({ pinned: new Map(), heads: new Map(), inline: new Set(), bytes: 0 });
 
 /** Thrown by chunks() for a query: these partitions must be decoded first (decodeOffThread). */
 export class NeedDecode extends Error {
@@ -231,8 +237,9 @@ export class EventStore implements EventSink {
       // event loop, and reads the heads afresh; exports copy heads first): its arrays go to
       // the app's next head. Measured under batch load (page faults per thread from /proc):
       // the event loop's faults fell from 5.3-5.8 to 2.5-3.4 a batch with this and the views
-      // posted to the worker, which also ended a 30-40 ms copy per flush.
-      if (h.n >= (this.o.poolMinEvents ?? 65_536)) this.pool.set(h.app, { head: h, gen: this.flushGen });
+      // posted to the worker, which also ended a 30-40 ms copy per flush. Not while a
+      // query still reads a view of it (release): its arrays then go with it.
+      if (h.readers === 0 && h.n >= (this.o.poolMinEvents ?? 65_536)) this.pool.set(h.app, { head: h, gen: this.flushGen });
     }
   }
 
@@ -331,8 +338,25 @@ export class EventStore implements EventSink {
       if (expected > this.queryBudget()) throw new OverMemory(Math.round(expected));
       throw new NeedDecode(missing);
     }
-    for (const h of this.headsOf(app)) if (h.n > 0 && h.maxTs >= fromMs && h.minTs < toMs) out.push(h);
+    for (const h of this.headsOf(app)) {
+      if (!(h.n > 0 && h.maxTs >= fromMs && h.minTs < toMs)) continue;
+      if (!reader) out.push(h);
+      else {
+        let view = reader.heads.get(h);
+        if (!view) {
+          reader.heads.set(h, (view = h.view()));
+          h.readers++;
+        }
+        out.push(view);
+      }
+    }
     return out;
+  }
+
+  /** Ends a query's hold on the heads it read (see QueryChunks.heads). */
+  release(reader: QueryChunks): void {
+    for (const h of reader.heads.keys()) h.readers--;
+    reader.heads.clear();
   }
 
   /** Decodes under way in the partition writer's thread, by file: queries share them. */

@@ -1,11 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { EventStore, queryChunks, type QueryChunks } from "../../src/store/store.ts";
 import { decodeFile, inlineFiles, type PartitionFiles } from "../../src/store/files.ts";
-import type { Budget } from "../../src/query/scan.ts";
 import { chunkBytes, eventsOf, type Chunk } from "../../src/store/chunk.ts";
 import { createLogger } from "../../src/log.ts";
 import { DAY_MS } from "../../src/store/rollups.ts";
-import { QueryRunner } from "../../src/query/runner.ts";
+import { QueryRunner, type Budget } from "../../src/query/runner.ts";
+import { complete, type Work } from "../../src/query/work.ts";
+import { period } from "../../src/query/ops/overview.ts";
+import { breakdown } from "../../src/query/ops/breakdown.ts";
+import { sessionsList } from "../../src/query/ops/sessions.ts";
 import { resolveWindow } from "../../src/query/window.ts";
 import { canonical, randomEvents } from "../helpers/events.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -31,8 +34,12 @@ async function storeWithPartitions(cacheBytes: number, files?: PartitionFiles, q
 }
 
 /** A query reading every event of the window's chunks: their count. */
-const readAll = (runner: QueryRunner, window: ReturnType<typeof resolveWindow>) => (budget: Budget, reader: QueryChunks) =>
-  runner.context(7, "app", window, false, [], budget, reader).chunks(window.startMs, window.endMs).reduce((n, c) => n + c.n, 0);
+const readAll = (runner: QueryRunner, window: ReturnType<typeof resolveWindow>) =>
+  function* (budget: Budget, reader: QueryChunks): Work<number> {
+    return runner.context(7, "app", window, false, [], budget, reader).chunks(window.startMs, window.endMs).reduce((n, c) => n + c.n, 0);
+  };
+
+const runner0 = (s: EventStore, now: number) => new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
 
 describe("query runner", () => {
   // Reading partitions that the decoded cache does not hold used to decode them on the
@@ -46,7 +53,7 @@ describe("query runner", () => {
     const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
     const window = resolveWindow("2026-11-01", "2026-11-05", now);
     let runs = 0;
-    const seen = await runner.run(null, (budget, reader) => {
+    const seen = await runner.run(null, function* (budget, reader) {
       runs++;
       const q = runner.context(7, "app", window, false, [], budget, reader);
       const chunks: Chunk[] = q.chunks(window.startMs, window.endMs);
@@ -73,8 +80,8 @@ describe("query runner", () => {
     const day = resolveWindow("2026-11-02", "2026-11-02", now);
     const r0 = new QueryRunner({ store: all.s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
     let held = 0;
-    await r0.run(null, (budget, reader) => {
-      const n = readAll(r0, full)(budget, reader);
+    await r0.run(null, function* (budget, reader) {
+      const n = yield* readAll(r0, full)(budget, reader);
       held = reader.bytes;
       return n;
     });
@@ -163,6 +170,51 @@ describe("query runner", () => {
     expect(decodes).toBe(parts);
   });
 
+  // A dashboard's filtered overview of tens of millions of events held every ingest request
+  // for up to 270 ms when operators ran in one piece.
+  test("operators run in slices with the event loop's other work between them, and answer as in one piece", async () => {
+    const { s, parts } = await storeWithPartitions(64 << 20);
+    const now = START + 5 * DAY_MS;
+    const window = resolveWindow("2026-11-01", "2026-11-05", now);
+    const US = [{ dim: "country", values: ["US"] }];
+    const query = (runner: QueryRunner) =>
+      function* (budget: Budget, reader: QueryChunks) {
+        const ctx = (filters: typeof US) => runner.context(7, "app", window, false, filters, budget, reader);
+        return { overview: yield* period(ctx(US)), breakdown: yield* breakdown(ctx([]), "country", "users", 10), sessions: yield* sessionsList(ctx(US), 20) };
+      };
+    // Ticks of other work on the event loop while a query runs.
+    let ticks = 0;
+    let spinning = true;
+    const spin = () => {
+      ticks++;
+      if (spinning) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const timed = async (runner: QueryRunner) => {
+      const t0 = ticks;
+      const value = await runner.run(null, query(runner));
+      return { value, ticks: ticks - t0 };
+    };
+    const whole = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10, sliceMs: 1e9 });
+    await timed(whole); // partitions decoded and cached
+    const inOnePiece = await timed(whole);
+    const sliced = await timed(new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10, sliceMs: 0 }));
+    spinning = false;
+    expect(inOnePiece.ticks).toBeLessThan(5);
+    // Every chunk of each operator is a step (and each bucket of sessions).
+    expect(sliced.ticks).toBeGreaterThan(3 * parts);
+    expect(sliced.value).toEqual(inOnePiece.value);
+    expect(sliced.value.overview.totals.events).toBeGreaterThan(0);
+    // And as the operators give it without the runner.
+    const plain = runner0(s, now);
+    expect(sliced.value).toEqual({
+      overview: complete(period(plain.context(7, "app", window, false, US, { check() {} }))),
+      breakdown: complete(breakdown(plain.context(7, "app", window, false, [], { check() {} }), "country", "users", 10)),
+      sessions: complete(sessionsList(plain.context(7, "app", window, false, US, { check() {} }), 20)),
+    });
+    await s.close();
+  });
+
   test("a query waiting for its partitions to be decoded holds no turn: a query that reads nothing to decode answers first", async () => {
     const { s, evs } = await storeWithPartitions(1);
     const now = START + 5 * DAY_MS;
@@ -170,9 +222,11 @@ describe("query runner", () => {
     const window = resolveWindow("2026-11-01", "2026-11-05", now);
     const order: string[] = [];
     const heavy = runner
-      .run(null, (budget, reader) => runner.context(7, "app", window, false, [], budget, reader).chunks(window.startMs, window.endMs).reduce((n, c) => n + c.n, 0))
+      .run(null, readAll(runner, window))
       .then((n) => (order.push("heavy"), n));
-    const light = runner.run(null, () => 42).then((n) => (order.push("light"), n));
+    const light = runner.run(null, function* () {
+      return 42;
+    }).then((n) => (order.push("light"), n));
     expect(await Promise.all([heavy, light])).toEqual([evs.length, 42]);
     expect(order).toEqual(["light", "heavy"]);
     await s.close();

@@ -8,6 +8,7 @@ import { HeadChunk, type Chunk } from "../../src/store/chunk.ts";
 import { readPartition, writePartition } from "../../src/store/parquet.ts";
 import { collectSessions } from "../../src/query/sessions.ts";
 import { walkSessions } from "../../src/query/session-walk.ts";
+import { complete } from "../../src/query/work.ts";
 import type { ScanOptions } from "../../src/query/scan.ts";
 import type { StoredEvent } from "../../src/store/event.ts";
 import { randomEvents } from "../helpers/events.ts";
@@ -45,7 +46,7 @@ describe("sessions walk", () => {
   };
 
   const walked = (o: ScanOptions) => {
-    const s = collectSessions(chunks, o);
+    const s = complete(collectSessions(chunks, o));
     const out = new Map<number, object>();
     for (let k = 0; k < s.n; k++) {
       expect(out.has(s.id[k]!)).toBe(false);
@@ -74,7 +75,7 @@ describe("sessions walk", () => {
       const want = new Map<number, string[]>();
       for (const [id, es] of groupBy(pass, (e) => e.session)) want.set(id, [...es].sort((x, y) => x.ts - y.ts).map((e) => `${e.ts} ${e.name} ${e.dims.pathname}`));
       const got = new Map<number, string[]>();
-      walkSessions(chunks, o, (s, cs) => {
+      complete(walkSessions(chunks, o, (s, cs) => {
         expect(got.has(s.id)).toBe(false);
         const rows: string[] = [];
         for (let k = 0; k < s.n; k++) {
@@ -84,7 +85,7 @@ describe("sessions walk", () => {
           rows.push(`${c.ts[i]} ${c.dicts.name.values[c.name[i]!]} ${c.dicts.pathname.values[c.pathname[i]!]}`);
         }
         got.set(s.id, rows);
-      });
+      }));
       expect(got).toEqual(want);
     });
   }
@@ -93,22 +94,22 @@ describe("sessions walk", () => {
     const p0 = partition(events.filter((_, i) => i % 3 === 0));
     const fresh = [p0, b, head];
     const o: ScanOptions = { startMs: -Infinity, endMs: Infinity, debug: false, filters: [] };
-    const s1 = collectSessions(fresh, o);
+    const s1 = complete(collectSessions(fresh, o));
     const kept = p0.derived?.get("sessions.folds");
     expect(kept).toBeDefined();
     const bytes = p0.derivedBytes!;
     expect(bytes).toBeGreaterThan(0);
-    const s2 = collectSessions(fresh, o);
+    const s2 = complete(collectSessions(fresh, o));
     expect(p0.derived?.get("sessions.folds")).toBe(kept); // not built again
     expect(p0.derivedBytes).toBe(bytes);
     expect(Array.from(s2.id.subarray(0, s2.n)).sort()).toEqual(Array.from(s1.id.subarray(0, s1.n)).sort());
     // Debug sessions have folds of their own; a filter or a cut window keeps nothing.
     expect(walked({ ...o, debug: true })).toEqual(reference({ ...o, debug: true }));
-    const d = collectSessions(fresh, { ...o, debug: true });
+    const d = complete(collectSessions(fresh, { ...o, debug: true }));
     expect(p0.derived?.get("sessions.folds.debug")).toBeDefined();
     expect(d.n).toBeLessThan(s1.n);
-    collectSessions(fresh, { ...o, filters: [{ dim: "country", values: ["GB"] }] });
-    collectSessions(fresh, { ...o, startMs: mid - 86_400_000, endMs: mid });
+    complete(collectSessions(fresh, { ...o, filters: [{ dim: "country", values: ["GB"] }] }));
+    complete(collectSessions(fresh, { ...o, startMs: mid - 86_400_000, endMs: mid }));
     expect(p0.derived?.size).toBe(2);
     expect((head as Chunk).derived).toBeUndefined(); // a head changes: nothing kept
   });

@@ -96,6 +96,40 @@ describe("event store", () => {
     await again.close();
   });
 
+  test("a query reads a head as it stood when first read, through appends, a flush and the next head; its arrays go on only once the query lets go", async () => {
+    const dir = tmp();
+    const s = new EventStore({ dir, log, cacheBytes: 64 << 20, flushEvents: 1e9, poolMinEvents: 1000 });
+    const start = Date.UTC(2026, 10, 1);
+    const head = () => s.chunks(1, -Infinity, Infinity).find((c) => c instanceof HeadChunk) as HeadChunk;
+    const a1 = randomEvents(1, 5_000, { seed: 21, start, spanMs: DAY_MS });
+    s.append(a1);
+    const h1 = head();
+    const reader = queryChunks();
+    const [view] = s.chunks(1, -Infinity, Infinity, undefined, reader);
+    expect(view).not.toBe(h1);
+    const seen = canonical([...eventsOf(view!)]);
+    expect(seen).toEqual(canonical(a1));
+    // More events for the same head (the query has yielded to ingest): not in the view, and
+    // the same view on the query's next read.
+    const a2 = randomEvents(1, 3_000, { seed: 22, start, spanMs: DAY_MS });
+    s.append(a2);
+    expect(s.chunks(1, -Infinity, Infinity, undefined, reader)).toEqual([view!]);
+    await flush(s, 1);
+    // The next head grows arrays of its own while the view is held, so writing it does not
+    // change what the query reads.
+    const a3 = randomEvents(1, 4_000, { seed: 23, start, spanMs: DAY_MS });
+    s.append(a3);
+    const h3 = head();
+    expect(canonical([...eventsOf(view!)])).toEqual(seen);
+    expect(h3.ts.buffer).not.toBe(h1.ts.buffer);
+    // Let go, the head's arrays go on again at the next flush.
+    s.release(reader);
+    await flush(s, 2);
+    s.append(randomEvents(1, 100, { seed: 24, start, spanMs: DAY_MS }));
+    expect(head().ts.buffer).toBe(h3.ts.buffer);
+    await s.close();
+  });
+
   test("a query's budget holds while a cold cache decodes: checked between columns, and what was decoded stays", async () => {
     const dir = tmp();
     const s = mk(dir);

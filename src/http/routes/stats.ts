@@ -15,6 +15,7 @@ import { checkFunnel } from "../../domain/funnels.ts";
 import { DIMENSIONS, isDimension } from "../../store/dimensions.ts";
 import { QueryRunner } from "../../query/runner.ts";
 import type { QueryContext } from "../../query/context.ts";
+import type { Work } from "../../query/work.ts";
 import { parseFilters } from "../../query/scan.ts";
 import { period, previousWindow } from "../../query/ops/overview.ts";
 import { breakdown } from "../../query/ops/breakdown.ts";
@@ -75,7 +76,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
     endpoint: string,
     query: { from?: string; to?: string; filter?: string[]; debug?: boolean },
     extra: unknown,
-    fn: (q: QueryContext) => T,
+    fn: (q: QueryContext) => Work<T>,
     opts: { cache?: boolean; allowedFilters?: readonly string[] } = {},
   ): Promise<T> => {
     const { app } = requireApp(svc.db, actor, appId, "viewer");
@@ -90,12 +91,14 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
     .get(
       "/apps/:id/overview",
       ({ auth, params, query }) =>
-        stats(auth.actor(), params.id, "overview", query, query.compare ?? null, (q) => ({
-          current: period(q),
-          previous: query.compare === "previous" ? period({ ...q, window: previousWindow(q.window) }) : null,
-          sampled: false,
-          source: q.filters.length ? ("events" as const) : ("daily_totals" as const),
-        })),
+        stats(auth.actor(), params.id, "overview", query, query.compare ?? null, function* (q) {
+          return {
+            current: yield* period(q),
+            previous: query.compare === "previous" ? yield* period({ ...q, window: previousWindow(q.window) }) : null,
+            sampled: false,
+            source: q.filters.length ? ("events" as const) : ("daily_totals" as const),
+          };
+        }),
       {
         params: AppIdParams,
         query: OverviewQuery,
@@ -110,11 +113,9 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         const dimension = String(query.dimension);
         if (!isDimension(dimension)) throw invalid("unknown_dimension", `Unknown dimension ${JSON.stringify(dimension)}; known: ${DIMENSIONS.join(", ")}, prop:KEY.`);
         const metric = query.metric ?? "events";
-        return stats(auth.actor(), params.id, "breakdown", query, [dimension, metric, query.limit ?? 10], (q) => ({
-          ...breakdown(q, dimension, metric, query.limit ?? 10),
-          sampled: false,
-          source: "events",
-        }));
+        return stats(auth.actor(), params.id, "breakdown", query, [dimension, metric, query.limit ?? 10], function* (q) {
+          return { ...(yield* breakdown(q, dimension, metric, query.limit ?? 10)), sampled: false, source: "events" };
+        });
       },
       {
         params: AppIdParams,

@@ -4,7 +4,8 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValues, scan } from "../scan.ts";
+import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValues, scan, scanSteps } from "../scan.ts";
+import type { Work } from "../work.ts";
 import { CTX_DIMS, type CtxDim } from "../../store/chunk.ts";
 import { collectSessions, DAY_MS } from "../sessions.ts";
 import { PROP_PREFIX } from "../../store/dimensions.ts";
@@ -13,7 +14,7 @@ import { DistinctPairs } from "../distinct-pairs.ts";
 
 export type Metric = "events" | "sessions" | "users";
 
-export function breakdown(q: QueryContext, dimension: string, metric: Metric, limit: number) {
+export function* breakdown(q: QueryContext, dimension: string, metric: Metric, limit: number): Work<{ dimension: string; metric: Metric; rows: { value: string; count: number }[] }> {
   const { startMs, endMs } = q.window;
   // users: a set of visitors per day of the window (numbers, not strings: this runs per row).
   const counts = new Map<string, { events: number; sessions: Set<number>; users: Set<number>[] }>();
@@ -29,21 +30,21 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
   };
   // Sessions or users per value of an event or context dimension (the common case).
   const distinctCounts = new Map<string, number>();
-  const opts = scanOptions(q, startMs, endMs);
+  const opts = yield* scanOptions(q, startMs, endMs);
   if (dimension === "entry" || dimension === "exit") {
-    const sessions = collectSessions(q.chunks(startMs, endMs), opts, q.budget);
+    const sessions = yield* collectSessions(q.chunks(startMs, endMs), opts);
     const where = new Map<number, string>();
     for (let k = 0; k < sessions.n; k++) where.set(sessions.id[k]!, sessions.place(k, dimension));
-    scan(q.chunks(startMs, endMs), opts, (c, i, x) => bump(where.get(c.session[x]!) ?? "", c.session[x]!, c.visitor[x]!, c.ts[i]!), q.budget);
+    yield* scanSteps(q.chunks(startMs, endMs), opts, (c, i, x) => bump(where.get(c.session[x]!) ?? "", c.session[x]!, c.visitor[x]!, c.ts[i]!));
   } else if (dimension.startsWith(PROP_PREFIX)) {
     const key = dimension.slice(PROP_PREFIX.length);
     const props = new Map<Chunk, (string | undefined)[]>();
-    scan(q.chunks(startMs, endMs), opts, (c, i, x) => {
+    yield* scanSteps(q.chunks(startMs, endMs), opts, (c, i, x) => {
       let p = props.get(c);
       if (!p) props.set(c, (p = propValues(c, key)));
       const v = p[i];
       if (v !== undefined) bump(v, c.session[x]!, c.visitor[x]!, c.ts[i]!);
-    }, q.budget);
+    });
   } else {
     const distinct = new DistinctPairs(q, opts, metric === "users");
     // Count by code per chunk, then turn codes into values once.
@@ -63,29 +64,28 @@ export function breakdown(q: QueryContext, dimension: string, metric: Metric, li
         // A dimension held per context: events per context, then per code.
         const codes = c.dims[dimension as CtxDim];
         const whole = countCodesWhole(c, opts, codes, r.values.length);
-        if (whole) {
-          q.budget.check(c.n);
-          addEvents(whole, r.values);
-          continue;
+        if (whole) addEvents(whole, r.values);
+        else {
+          const perCtx = countByContext(c, opts);
+          if (perCtx) {
+            const per = new Float64Array(r.values.length);
+            for (let x = 0; x < c.nctx; x++) if (perCtx[x]) per[codes[x]!] = per[codes[x]!]! + perCtx[x]!;
+            addEvents(per, r.values);
+          }
         }
-        const perCtx = countByContext(c, opts);
-        q.budget.check(c.n);
-        if (!perCtx) continue;
-        const per = new Float64Array(r.values.length);
-        for (let x = 0; x < c.nctx; x++) if (perCtx[x]) per[codes[x]!] = per[codes[x]!]! + perCtx[x]!;
-        addEvents(per, r.values);
       } else if (metric === "events") {
         const per = new Float64Array(r.values.length);
         scan([c], opts, (_c, i, x) => {
           const k = r.code(i, x);
           per[k] = per[k]! + 1;
-        }, q.budget);
+        });
         addEvents(per, r.values);
       } else {
         // Users are per day, so a chunk sharing no day with another holds all of its pairs;
         // a session can run on into the next hour's or day's chunk, so never for sessions.
         distinct.chunk(c, r, metric === "users" && !overlapsAnother(c, chunks, DAY_MS, startMs));
       }
+      yield;
     }
     for (const [value, n] of distinct.result()) distinctCounts.set(value, n);
   }

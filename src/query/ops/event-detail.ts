@@ -4,6 +4,7 @@
 import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
 import { codeReader, overlapsAnother, scan } from "../scan.ts";
+import type { Work } from "../work.ts";
 import { DAY_MS, median } from "../sessions.ts";
 import { denseVisitors } from "../id-index.ts";
 import type { Chunk } from "../../store/chunk.ts";
@@ -17,10 +18,10 @@ function p95(xs: number[]): number {
   return s[Math.max(0, Math.ceil(0.95 * s.length) - 1)]!;
 }
 
-export function eventDetail(q: QueryContext, name: string, property: string | undefined, by: string | undefined) {
+export function* eventDetail(q: QueryContext, name: string, property: string | undefined, by: string | undefined): Work<EventDetailAnswer> {
   const { startMs, endMs } = q.window;
   const filters = [...q.filters.filter((f) => f.dim !== "name"), { dim: "name", values: [name] }];
-  const opts = scanOptions({ ...q, filters }, startMs, endMs);
+  const opts = yield* scanOptions({ ...q, filters }, startMs, endMs);
   // One point per day of the window, found by arithmetic (the window starts at UTC midnight).
   // sessionRuns, userMarks: sessions and users counted without a set, on days held by one
   // chunk only (a compacted day: the common case).
@@ -67,7 +68,8 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
           p.userMarks++;
         }
       } else p.users.add(cc.visitor[x]!);
-    }, q.budget);
+    });
+    yield;
     if (!rows) continue;
     for (const [key, sp] of c.sp) {
       if (property && key !== property) continue;
@@ -125,6 +127,15 @@ export function eventDetail(q: QueryContext, name: string, property: string | un
       : {}),
     sampled: false,
   };
+}
+
+interface EventDetailAnswer {
+  name: string;
+  series: { day: string; events: number; sessions: number; users: number }[];
+  string_properties: { key: string; values: { value: string; count: number }[] }[];
+  number_properties: { key: string; count: number; sum: number; mean: number; median: number; p95: number }[];
+  property_by?: { value: string; count: number; median: number; sum: number }[];
+  sampled: false;
 }
 
 function groupReader(c: Chunk, dim: string): (row: number) => string {

@@ -5,11 +5,12 @@ import { scanOptions, windowDays } from "../context.ts";
 import { codeReader, overlapsAnother, scan } from "../scan.ts";
 import { DAY_MS } from "../sessions.ts";
 import { DistinctPairs } from "../distinct-pairs.ts";
+import type { Work } from "../work.ts";
 
-export function eventsList(q: QueryContext, limit: number) {
+export function* eventsList(q: QueryContext, limit: number): Work<{ events: { name: string; events: number; users: number; series: number[] }[]; sampled: false }> {
   const { startMs, endMs } = q.window;
   const days = windowDays(q).length;
-  const opts = scanOptions(q, startMs, endMs);
+  const opts = yield* scanOptions(q, startMs, endMs);
   // Users as the breakdown by name counts them: distinct (visitor, day) pairs per name,
   // through the same counting (a bit set per chunk where it fits), not a Set per name and day.
   const users = new DistinctPairs(q, opts, true);
@@ -25,7 +26,7 @@ export function eventsList(q: QueryContext, limit: number) {
       const k = name[i]! * days + Math.floor((ts[i]! - startMs) / DAY_MS);
       counts[k] = counts[k]! + 1;
     };
-    scan([c], opts, count, q.budget);
+    scan([c], opts, count);
     for (let code = 0; code < ncodes; code++) {
       let n = 0;
       for (let d = 0; d < days; d++) n += counts[code * days + d]!;
@@ -37,9 +38,10 @@ export function eventsList(q: QueryContext, limit: number) {
       for (let d = 0; d < days; d++) e.series[d]! += counts[code * days + d]!;
     }
     users.chunk(c, codeReader(c, "name")!, !overlapsAnother(c, chunks, DAY_MS, startMs));
+    yield;
   }
   const distinct = users.result();
   const events = [...by].map(([name, e]) => ({ name, events: e.events, users: distinct.get(name) ?? 0, series: e.series }));
   events.sort((a, b) => b.events - a.events || (a.name < b.name ? -1 : 1));
-  return { events: events.slice(0, limit), sampled: false };
+  return { events: events.slice(0, limit), sampled: false as const };
 }

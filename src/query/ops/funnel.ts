@@ -13,12 +13,12 @@ import { DAY_MS } from "../sessions.ts";
 
 export const MAX_GROUPS = 20;
 
-export function funnel(q: QueryContext, steps: string[], windowSeconds: number, breakdown: string | null) {
+export function* funnel(q: QueryContext, steps: string[], windowSeconds: number, breakdown: string | null) {
   const { startMs, endMs } = q.window;
   const w = windowSeconds * 1000;
   // Events of the step names, per session, from the window start to window end + w.
   const filters = [...q.filters.filter((f) => f.dim !== "name"), { dim: "name", values: [...new Set(steps)] }];
-  const opts = scanOptions({ ...q, filters }, startMs, endMs + w);
+  const opts = yield* scanOptions({ ...q, filters }, startMs, endMs + w);
   // Per chunk: which steps each event name is (bit k: steps[k]), and the breakdown reader.
   // Indexed by the walk's chunk number (a Map lookup per event cost a tenth of the query).
   const bitsOf: Uint32Array[] = [];
@@ -33,7 +33,7 @@ export function funnel(q: QueryContext, steps: string[], windowSeconds: number, 
   // Without a breakdown: sessions by the number of steps reached (no lookup per session).
   const byReached = new Float64Array(steps.length + 1);
   const groups = new Map<string, number[]>();
-  walkSessions(q.chunks(startMs, endMs + w + DAY_MS), opts, (s, cs) => {
+  yield* walkSessions(q.chunks(startMs, endMs + w + DAY_MS), opts, (s, cs) => {
     const { n, chunk, row } = s;
     let start = -1;
     for (let k = 0; k < n; k++) {
@@ -76,7 +76,7 @@ export function funnel(q: QueryContext, steps: string[], windowSeconds: number, 
     const group = g(i0, c0.ctx[i0]!);
     const counts = groups.get(group) ?? groups.set(group, new Array(steps.length).fill(0)).get(group)!;
     for (let k = 0; k < reached; k++) counts[k]!++;
-  }, q.budget, prepare);
+  }, prepare);
   if (!breakdown) {
     const counts = new Array(steps.length).fill(0);
     for (let r = 1; r <= steps.length; r++) for (let k = 0; k < r; k++) counts[k] += byReached[r]!;

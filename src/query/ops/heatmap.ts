@@ -9,10 +9,11 @@
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
 import { overlapsAnother, scan } from "../scan.ts";
+import type { Work } from "../work.ts";
 
 const HOUR_MS = 3_600_000;
 
-export function heatmap(q: QueryContext) {
+export function* heatmap(q: QueryContext): Work<{ cells: { weekday: number; hour: number; sessions: number }[]; sampled: false }> {
   const { startMs, endMs } = q.window;
   const hour0 = Math.floor(startMs / HOUR_MS);
   const hours = Math.floor(endMs / HOUR_MS) - hour0 + 1;
@@ -22,7 +23,7 @@ export function heatmap(q: QueryContext) {
     const day = Math.floor(hourIndex / 24);
     cells[((day + 3) % 7) * 24 + (hourIndex - day * 24)]!++;
   };
-  const opts = scanOptions(q, startMs, endMs);
+  const opts = yield* scanOptions(q, startMs, endMs);
   const chunks = q.chunks(startMs, endMs);
   // The exact set, for chunks whose hours overlap another's: (session, hour) as one number,
   // a dense session index times the window's hours plus the hour.
@@ -40,7 +41,8 @@ export function heatmap(q: QueryContext) {
         prevSession = s;
         prevHour = h;
         count(h);
-      }, q.budget);
+      });
+      yield;
       continue;
     }
     // Rows of a context mostly arrive hour by hour: skip repeats of the last hour seen per
@@ -62,9 +64,10 @@ export function heatmap(q: QueryContext) {
       if (seen.has(key)) return;
       seen.add(key);
       count(h);
-    }, q.budget);
+    });
+    yield;
   }
   const out: { weekday: number; hour: number; sessions: number }[] = [];
   for (let wd = 1; wd <= 7; wd++) for (let h = 0; h < 24; h++) out.push({ weekday: wd, hour: h, sessions: cells[(wd - 1) * 24 + h]! });
-  return { cells: out, sampled: false };
+  return { cells: out, sampled: false as const };
 }

@@ -6,17 +6,18 @@
 import type { QueryContext } from "../context.ts";
 import { countByContext } from "../scan.ts";
 import { LIVE_WINDOW_MS, liveWindowStart } from "../../store/live.ts";
+import type { Work } from "../work.ts";
 
 export const LIVE_MINUTES = LIVE_WINDOW_MS / 60_000;
 
-export function live(q: QueryContext) {
+export function* live(q: QueryContext): Work<{ minutes: number; events: number; sessions: number }> {
   const kept = q.live.read(q.app, q.debug, q.now);
   if (kept) return { minutes: LIVE_MINUTES, ...kept };
-  return { minutes: LIVE_MINUTES, ...liveByScan(q) };
+  return { minutes: LIVE_MINUTES, ...(yield* liveByScan(q)) };
 }
 
 /** The same figures from the stored events. */
-function liveByScan(q: QueryContext): { events: number; sessions: number } {
+function* liveByScan(q: QueryContext): Work<{ events: number; sessions: number }> {
   const startMs = liveWindowStart(q.now);
   const endMs = q.now + 1;
   const opts = { startMs, endMs, debug: q.debug, filters: [] };
@@ -24,7 +25,7 @@ function liveByScan(q: QueryContext): { events: number; sessions: number } {
   let events = 0;
   for (const c of q.chunks(startMs, endMs)) {
     const counts = countByContext(c, opts);
-    q.budget.check(c.n);
+    yield;
     if (!counts) continue;
     for (let x = 0; x < c.nctx; x++) {
       const n = counts[x]!;

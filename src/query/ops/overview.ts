@@ -5,6 +5,7 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
 import { collectSessions, DAY_MS, durationSeconds } from "../sessions.ts";
 import { passingRuns, scan } from "../scan.ts";
+import type { Work } from "../work.ts";
 import { dayNumber, DurationHistogram } from "../../store/rollups.ts";
 
 export interface DayPoint {
@@ -31,7 +32,7 @@ export interface Period {
 
 const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
 
-export function period(q: QueryContext): Period {
+export function* period(q: QueryContext): Work<Period> {
   const days = windowDays(q);
   // One point per day of the window, by index from its start (UTC midnight).
   const series = days.map((d) => ({ day: d, events: 0, sessions: 0, users: 0 }));
@@ -59,7 +60,7 @@ export function period(q: QueryContext): Period {
     const { startMs, endMs } = q.window;
     // Days by index: no date string per row.
     const visitors = series.map(() => new Set<number>());
-    const opts = scanOptions(q, startMs, endMs);
+    const opts = yield* scanOptions(q, startMs, endMs);
     for (const c of q.chunks(startMs, endMs)) {
       const pvCode = c.dicts.name.find("pageview");
       const ts = c.ts;
@@ -93,7 +94,7 @@ export function period(q: QueryContext): Period {
             visitors[d]!.add(c.visitor[x]!);
           }
         }
-        q.budget.check(c.n);
+        yield;
         continue;
       }
       scan([c], opts, (_c, i, x) => {
@@ -104,14 +105,15 @@ export function period(q: QueryContext): Period {
         if (lastDay[x] === d) return;
         lastDay[x] = d;
         visitors[d]!.add(c.visitor[x]!);
-      }, q.budget);
+      });
+      yield;
     }
     for (let d = 0; d < series.length; d++) {
       series[d]!.users = visitors[d]!.size;
       users += visitors[d]!.size;
     }
     // Sessions count on the day of their first matching event: look a day either side.
-    const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), scanOptions(q, startMs - DAY_MS, endMs + DAY_MS), q.budget);
+    const all = yield* collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), yield* scanOptions(q, startMs - DAY_MS, endMs + DAY_MS));
     const durations = new DurationHistogram();
     for (let k = 0; k < all.n; k++) {
       const first = all.first[k]!;

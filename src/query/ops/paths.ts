@@ -7,10 +7,11 @@ import { scanOptions } from "../context.ts";
 import type { Chunk } from "../../store/chunk.ts";
 import { walkSessions } from "../session-walk.ts";
 import { DAY_MS } from "../sessions.ts";
+import type { Work } from "../work.ts";
 
 export const PATHS_LIMIT = 20;
 
-export function paths(q: QueryContext, after: string) {
+export function* paths(q: QueryContext, after: string): Work<{ after: string; next: { value: string; count: number }[]; sampled: false }> {
   const { startMs, endMs } = q.window;
   // Counted by code per chunk (the next event's name, or its pathname after a page view),
   // turned into labels once at the end.
@@ -27,7 +28,7 @@ export function paths(q: QueryContext, after: string) {
     afterOf[ci] = c.dicts.name.find(after);
     pageviewOf[ci] = c.dicts.name.find("pageview");
   };
-  walkSessions(q.chunks(startMs, endMs + DAY_MS), scanOptions(q, startMs, endMs + DAY_MS), (s, cs) => {
+  yield* walkSessions(q.chunks(startMs, endMs + DAY_MS), yield* scanOptions(q, startMs, endMs + DAY_MS), (s, cs) => {
     const { n, chunk, row } = s;
     for (let k = 0; k + 1 < n; k++) {
       const c = cs[chunk[k]!]!;
@@ -41,7 +42,7 @@ export function paths(q: QueryContext, after: string) {
       if (d.name[j] === pageviewOf[di]) byPath[di]![d.pathname[j]!]!++;
       else byName[di]![d.name[j]!]!++;
     }
-  }, q.budget, prepare);
+  }, prepare);
   const next = new Map<string, number>();
   const add = (label: string, n: number) => next.set(label, (next.get(label) ?? 0) + n);
   chunks.forEach((c, ci) => {
@@ -52,5 +53,5 @@ export function paths(q: QueryContext, after: string) {
   });
   const rows = [...next].map(([value, count]) => ({ value, count }));
   rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1));
-  return { after, next: rows.slice(0, PATHS_LIMIT), sampled: false };
+  return { after, next: rows.slice(0, PATHS_LIMIT), sampled: false as const };
 }

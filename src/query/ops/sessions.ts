@@ -7,7 +7,7 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
 import { collectSessions, DAY_MS, durationSeconds, place, type SessionAgg } from "../sessions.ts";
 import { DurationHistogram } from "../../store/rollups.ts";
-import { scan } from "../scan.ts";
+import { scanSteps } from "../scan.ts";
 import { CTX_DIMS } from "../../store/chunk.ts";
 import { invalid } from "../../domain/errors.ts";
 
@@ -29,10 +29,10 @@ function dim(s: SessionAgg, name: (typeof CTX_DIMS)[number]): string {
   return c.dicts[name].values[c.dims[name][c.ctx[i]!]!]!;
 }
 
-export function sessionsList(q: QueryContext, limit: number) {
+export function* sessionsList(q: QueryContext, limit: number) {
   const { startMs, endMs } = q.window;
   // Sessions that start in the window, with their events up to a day after it.
-  const all = collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), scanOptions(q, startMs - DAY_MS, endMs + DAY_MS), q.budget);
+  const all = yield* collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), yield* scanOptions(q, startMs - DAY_MS, endMs + DAY_MS));
   // One pass: counts, durations, and the newest `limit` sessions. The newest are kept in a
   // buffer cut back to `limit` whenever it fills; sorting every session of the window to
   // take 50 was most of this operator's time.
@@ -87,13 +87,13 @@ export function sessionsList(q: QueryContext, limit: number) {
   };
 }
 
-export function timeline(q: QueryContext, id: string) {
+export function* timeline(q: QueryContext, id: string) {
   const { start, hash } = parseSessionId(id);
   const startMs = start - DAY_MS;
   const endMs = start + 2 * DAY_MS;
   const out: { ts: number; seq: number; ev: { name: string; ts: string; pathname: string; screen: string; properties: Record<string, string | number> } }[] = [];
   let seq = 0;
-  scan(q.chunks(startMs, endMs), { startMs, endMs, debug: q.debug, filters: [] }, (c, i, x) => {
+  yield* scanSteps(q.chunks(startMs, endMs), { startMs, endMs, debug: q.debug, filters: [] }, (c, i, x) => {
     if (c.session[x] !== hash) return;
     const properties: Record<string, string | number> = {};
     for (const [k, p] of c.sp) {
@@ -109,7 +109,7 @@ export function timeline(q: QueryContext, id: string) {
       seq: seq++,
       ev: { name: c.dicts.name.values[c.name[i]!]!, ts: iso(c.ts[i]!), pathname: c.dicts.pathname.values[c.pathname[i]!]!, screen: typeof properties.screen === "string" ? properties.screen : "", properties },
     });
-  }, q.budget);
+  });
   out.sort((a, b) => a.ts - b.ts || a.seq - b.seq);
   return out.map((e) => e.ev);
 }
