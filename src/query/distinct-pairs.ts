@@ -2,7 +2,8 @@
 // breakdown by users or sessions and the events list's users.
 
 import type { QueryContext } from "./context.ts";
-import { countByContext, scan, type CodeReader, type ScanOptions } from "./scan.ts";
+import { countByContext, scanSteps, type CodeReader, type ScanOptions } from "./scan.ts";
+import type { Work } from "./work.ts";
 import { DAY_MS } from "./sessions.ts";
 import type { Chunk } from "../store/chunk.ts";
 import { DomainError } from "../domain/errors.ts";
@@ -37,9 +38,9 @@ export class DistinctPairs {
    * `isolated`: every pair this chunk has is in no other chunk (users, and no other chunk
    * has events on this one's days: compacted days): its pairs are counted in a set of its
    * own with small keys (its dense visitor number, day and code), and summed per value.
-   * Otherwise into the shared set. One chunk a call: the operator yields between calls.
+   * Otherwise into the shared set. Yields within and after the chunk (scanSteps).
    */
-  chunk(c: Chunk, r: CodeReader, isolated: boolean) {
+  *chunk(c: Chunk, r: CodeReader, isolated: boolean): Work<void> {
     const ncodes = r.values.length;
     const lastCode = new Int32Array(c.nctx).fill(-1);
     const lastDay = new Int32Array(c.nctx).fill(-1);
@@ -101,7 +102,7 @@ export class DistinctPairs {
       const perCtx = countByContext(c, this.opts);
       if (perCtx) for (let x = 0; x < c.nctx; x++) if (perCtx[x]) pair(x, r.perContext[x]!, 0);
     } else {
-      scan([c], this.opts, (cc, i, x) => pair(x, r.code(i, x), this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0));
+      yield* scanSteps([c], this.opts, (cc, i, x) => pair(x, r.code(i, x), this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0));
     }
     if (!global) {
       const g = this.globalCodes(r.values);

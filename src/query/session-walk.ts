@@ -62,7 +62,7 @@ export function* walkSessions(
     total += p.nranges;
     if (p.ids[0]! < lo) lo = p.ids[0]!;
     if (p.ids[p.nranges - 1]! > hi) hi = p.ids[p.nranges - 1]!;
-    for (let r = 0; r < p.nranges; r++) if (p.to[r]! - p.from[r]! > maxRows) maxRows = p.to[r]! - p.from[r]!;
+    maxRows = Math.max(maxRows, longestRange(p));
   }
   if (!total) return;
   const cs = parts.map((p) => p.c);
@@ -79,7 +79,8 @@ export function* walkSessions(
   let extraPart = new Int32Array(64);
   let extraRange = new Int32Array(64);
   let extraNext = new Int32Array(64);
-  for (let j = 0; j < buckets; j++) {
+  // Each bucket in a plain function: in the generator's body the engine optimizes loops less.
+  const bucket = (j: number) => {
     const bound = j === buckets - 1 ? Infinity : lo + width * (j + 1);
     index.clear();
     let ns = 0;
@@ -141,8 +142,18 @@ export function* walkSessions(
       }
       if (out.n) visit(out, cs);
     }
+  };
+  for (let j = 0; j < buckets; j++) {
+    bucket(j);
     yield;
   }
+}
+
+/** The most rows in one stretch of a part. */
+function longestRange(p: Part): number {
+  let m = 0;
+  for (let r = 0; r < p.nranges; r++) if (p.to[r]! - p.from[r]! > m) m = p.to[r]! - p.from[r]!;
+  return m;
 }
 
 /** Appends the passing rows of one stretch (already in time order) to `out`. */

@@ -108,6 +108,9 @@ export class Sessions {
   }
 }
 
+/** Sessions an operator goes through between two yields. */
+export const SESSION_STEP = 65_536;
+
 /** One chunk's folds in a walk: `order` lists its entries as the bucket walk takes them. */
 interface Folded extends Folds {
   c: Chunk;
@@ -130,33 +133,17 @@ interface Folded extends Folds {
  * cost a cache miss per context (about 250 ns; the largest part of a sessions query).
  */
 export function* collectSessions(chunks: Chunk[], o: ScanOptions): Work<Sessions> {
+  // The loops are in plain functions: inside a generator's body the engine optimizes them
+  // less (a sessions query took up to twice as long with them there).
   const out = new Sessions();
   const parts: Folded[] = [];
-  let total = 0;
-  let lo = Infinity;
-  let hi = -Infinity;
+  const ids = { lo: Infinity, hi: -Infinity, total: 0 };
   for (const c of chunks) {
     if (c.nctx === 0) continue;
-    const f = foldsOf(c, o);
+    addFolds(out, parts, ids, c, foldsOf(c, o));
     yield;
-    const n = f.n;
-    if (!n) continue;
-    const session = c.session;
-    const x = f.x;
-    if (c.sortedBySession) {
-      if (session[x[0]!]! < lo) lo = session[x[0]!]!;
-      if (session[x[n - 1]!]! > hi) hi = session[x[n - 1]!]!;
-    } else {
-      // The head: entries in arrival order, put in bucket order below (no sort).
-      for (let e = 0; e < n; e++) {
-        const v = session[x[e]!]!;
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-      }
-    }
-    total += n;
-    parts.push({ c, ci: out.chunks.push(c) - 1, ...f, order: identity(n), pos: 0 });
   }
+  const { lo, hi, total } = ids;
   if (!total) return out;
   out.reserve(total);
   const buckets = Math.max(1, Math.ceil(total / 4096));
@@ -173,33 +160,63 @@ export function* collectSessions(chunks: Chunk[], o: ScanOptions): Work<Sessions
   };
   for (const p of parts) {
     if (p.c.sortedBySession) continue;
-    const session = p.c.session;
-    const at = new Uint32Array(buckets + 1);
-    const b = new Uint32Array(p.n);
-    for (let e = 0; e < p.n; e++) at[(b[e] = bucketOf(session[p.x[e]!]!)) + 1]!++;
-    for (let j = 0; j < buckets; j++) at[j + 1]! += at[j]!;
-    const sorted = new Uint32Array(p.n);
-    for (let e = 0; e < p.n; e++) sorted[at[b[e]!]!++] = e;
-    p.order = sorted;
+    p.order = bucketOrder(p, buckets, bucketOf);
     yield;
   }
   const index = new NumberMap(1, 2048);
   for (let j = 0; j < buckets; j++) {
     // Ids below `bound` (every id, in the last bucket); chunks in order within a bucket.
-    const bound = j === buckets - 1 ? Infinity : lo + width * (j + 1);
-    index.clear();
-    for (const p of parts) {
-      const from = p.pos;
-      let to = from;
-      const session = p.c.session;
-      const { order, x } = p;
-      while (to < p.n && session[x[order[to]!]!]! < bound) to++;
-      if (to > from) mergeEntries(out, index, p, from, to);
-      p.pos = to;
-    }
+    mergeBucket(out, index, parts, j === buckets - 1 ? Infinity : lo + width * (j + 1));
     yield;
   }
   return out;
+}
+
+/** Adds a chunk's folds to the walk, widening the range of session ids seen. */
+function addFolds(out: Sessions, parts: Folded[], ids: { lo: number; hi: number; total: number }, c: Chunk, f: Folds): void {
+  const n = f.n;
+  if (!n) return;
+  const session = c.session;
+  const x = f.x;
+  if (c.sortedBySession) {
+    if (session[x[0]!]! < ids.lo) ids.lo = session[x[0]!]!;
+    if (session[x[n - 1]!]! > ids.hi) ids.hi = session[x[n - 1]!]!;
+  } else {
+    // The head: entries in arrival order, put in bucket order later (no sort).
+    for (let e = 0; e < n; e++) {
+      const v = session[x[e]!]!;
+      if (v < ids.lo) ids.lo = v;
+      if (v > ids.hi) ids.hi = v;
+    }
+  }
+  ids.total += n;
+  parts.push({ c, ci: out.chunks.push(c) - 1, ...f, order: identity(n), pos: 0 });
+}
+
+/** A chunk's entries grouped by bucket (a counting sort, order kept within a bucket). */
+function bucketOrder(p: Folded, buckets: number, bucketOf: (id: number) => number): Uint32Array {
+  const session = p.c.session;
+  const at = new Uint32Array(buckets + 1);
+  const b = new Uint32Array(p.n);
+  for (let e = 0; e < p.n; e++) at[(b[e] = bucketOf(session[p.x[e]!]!)) + 1]!++;
+  for (let j = 0; j < buckets; j++) at[j + 1]! += at[j]!;
+  const sorted = new Uint32Array(p.n);
+  for (let e = 0; e < p.n; e++) sorted[at[b[e]!]!++] = e;
+  return sorted;
+}
+
+/** Merges every chunk's entries with session ids below `bound` into sessions. */
+function mergeBucket(out: Sessions, index: NumberMap, parts: Folded[], bound: number): void {
+  index.clear();
+  for (const p of parts) {
+    const from = p.pos;
+    let to = from;
+    const session = p.c.session;
+    const { order, x } = p;
+    while (to < p.n && session[x[order[to]!]!]! < bound) to++;
+    if (to > from) mergeEntries(out, index, p, from, to);
+    p.pos = to;
+  }
 }
 
 let identities = new Uint32Array(0);

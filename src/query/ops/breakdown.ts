@@ -4,7 +4,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValues, scan, scanSteps } from "../scan.ts";
+import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValues, scanSteps } from "../scan.ts";
 import type { Work } from "../work.ts";
 import { CTX_DIMS, type CtxDim } from "../../store/chunk.ts";
 import { collectSessions, DAY_MS } from "../sessions.ts";
@@ -75,7 +75,7 @@ export function* breakdown(q: QueryContext, dimension: string, metric: Metric, l
         }
       } else if (metric === "events") {
         const per = new Float64Array(r.values.length);
-        scan([c], opts, (_c, i, x) => {
+        yield* scanSteps([c], opts, (_c, i, x) => {
           const k = r.code(i, x);
           per[k] = per[k]! + 1;
         });
@@ -83,7 +83,7 @@ export function* breakdown(q: QueryContext, dimension: string, metric: Metric, l
       } else {
         // Users are per day, so a chunk sharing no day with another holds all of its pairs;
         // a session can run on into the next hour's or day's chunk, so never for sessions.
-        distinct.chunk(c, r, metric === "users" && !overlapsAnother(c, chunks, DAY_MS, startMs));
+        yield* distinct.chunk(c, r, metric === "users" && !overlapsAnother(c, chunks, DAY_MS, startMs));
       }
       yield;
     }

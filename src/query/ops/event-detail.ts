@@ -3,7 +3,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
-import { codeReader, overlapsAnother, scan } from "../scan.ts";
+import { codeReader, overlapsAnother, scanSteps } from "../scan.ts";
 import type { Work } from "../work.ts";
 import { DAY_MS, median } from "../sessions.ts";
 import { denseVisitors } from "../id-index.ts";
@@ -47,7 +47,7 @@ export function* eventDetail(q: QueryContext, name: string, property: string | u
     const marks = vc ? new Uint8Array(vc.n) : null;
     let prevSession = NaN;
     let prevDay = -1;
-    scan([c], opts, (cc, i, x) => {
+    yield* scanSteps([c], opts, (cc, i, x) => {
       rows++;
       picked[i] = 1;
       const d = Math.floor((ts[i]! - startMs) / DAY_MS);
@@ -69,7 +69,6 @@ export function* eventDetail(q: QueryContext, name: string, property: string | u
         }
       } else p.users.add(cc.visitor[x]!);
     });
-    yield;
     if (!rows) continue;
     for (const [key, sp] of c.sp) {
       if (property && key !== property) continue;

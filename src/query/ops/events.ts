@@ -2,7 +2,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
-import { codeReader, overlapsAnother, scan } from "../scan.ts";
+import { codeReader, overlapsAnother, scanSteps } from "../scan.ts";
 import { DAY_MS } from "../sessions.ts";
 import { DistinctPairs } from "../distinct-pairs.ts";
 import type { Work } from "../work.ts";
@@ -26,7 +26,7 @@ export function* eventsList(q: QueryContext, limit: number): Work<{ events: { na
       const k = name[i]! * days + Math.floor((ts[i]! - startMs) / DAY_MS);
       counts[k] = counts[k]! + 1;
     };
-    scan([c], opts, count);
+    yield* scanSteps([c], opts, count);
     for (let code = 0; code < ncodes; code++) {
       let n = 0;
       for (let d = 0; d < days; d++) n += counts[code * days + d]!;
@@ -37,8 +37,7 @@ export function* eventsList(q: QueryContext, limit: number): Work<{ events: { na
       e.events += n;
       for (let d = 0; d < days; d++) e.series[d]! += counts[code * days + d]!;
     }
-    users.chunk(c, codeReader(c, "name")!, !overlapsAnother(c, chunks, DAY_MS, startMs));
-    yield;
+    yield* users.chunk(c, codeReader(c, "name")!, !overlapsAnother(c, chunks, DAY_MS, startMs));
   }
   const distinct = users.result();
   const events = [...by].map(([name, e]) => ({ name, events: e.events, users: distinct.get(name) ?? 0, series: e.series }));

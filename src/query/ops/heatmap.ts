@@ -8,7 +8,7 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { overlapsAnother, scan } from "../scan.ts";
+import { overlapsAnother, scanSteps } from "../scan.ts";
 import type { Work } from "../work.ts";
 
 const HOUR_MS = 3_600_000;
@@ -34,7 +34,7 @@ export function* heatmap(q: QueryContext): Work<{ cells: { weekday: number; hour
     if (c.sortedBySession && !overlapsAnother(c, chunks, HOUR_MS)) {
       let prevSession = NaN;
       let prevHour = -1;
-      scan([c], opts, (_c, i, x) => {
+      yield* scanSteps([c], opts, (_c, i, x) => {
         const s = c.session[x]!;
         const h = Math.floor(ts[i]! / HOUR_MS);
         if (s === prevSession && h === prevHour) return;
@@ -42,14 +42,13 @@ export function* heatmap(q: QueryContext): Work<{ cells: { weekday: number; hour
         prevHour = h;
         count(h);
       });
-      yield;
       continue;
     }
     // Rows of a context mostly arrive hour by hour: skip repeats of the last hour seen per
     // context before the exact check.
     const lastHour = new Float64Array(c.nctx).fill(-1);
     const index = new Int32Array(c.nctx).fill(-1);
-    scan([c], opts, (_c, i, x) => {
+    yield* scanSteps([c], opts, (_c, i, x) => {
       const h = Math.floor(ts[i]! / HOUR_MS);
       if (lastHour[x] === h) return;
       lastHour[x] = h;
@@ -65,7 +64,6 @@ export function* heatmap(q: QueryContext): Work<{ cells: { weekday: number; hour
       seen.add(key);
       count(h);
     });
-    yield;
   }
   const out: { weekday: number; hour: number; sessions: number }[] = [];
   for (let wd = 1; wd <= 7; wd++) for (let h = 0; h < 24; h++) out.push({ weekday: wd, hour: h, sessions: cells[(wd - 1) * 24 + h]! });
