@@ -360,6 +360,8 @@ export class HeadChunk implements Chunk {
 
   /** Queries holding a view of this head (EventStore.chunks, release). */
   readers = 0;
+  /** Flushed while queries held views: its arrays go to the pool when the last lets go. */
+  poolOnRelease = false;
 
   /**
    * The head as it stands, without copying: appends after it are not in it (they go past

@@ -238,8 +238,10 @@ export class EventStore implements EventSink {
       // the app's next head. Measured under batch load (page faults per thread from /proc):
       // the event loop's faults fell from 5.3-5.8 to 2.5-3.4 a batch with this and the views
       // posted to the worker, which also ended a 30-40 ms copy per flush. Not while a
-      // query still reads a view of it (release): its arrays then go with it.
-      if (h.readers === 0 && h.n >= (this.o.poolMinEvents ?? 65_536)) this.pool.set(h.app, { head: h, gen: this.flushGen });
+      // query still reads a view of it: then once the last such query lets go (release).
+      if (h.n < (this.o.poolMinEvents ?? 65_536)) continue;
+      if (h.readers === 0) this.pool.set(h.app, { head: h, gen: this.flushGen });
+      else h.poolOnRelease = true;
     }
   }
 
@@ -355,7 +357,13 @@ export class EventStore implements EventSink {
 
   /** Ends a query's hold on the heads it read (see QueryChunks.heads). */
   release(reader: QueryChunks): void {
-    for (const h of reader.heads.keys()) h.readers--;
+    for (const h of reader.heads.keys()) {
+      if (--h.readers > 0 || !h.poolOnRelease) continue;
+      // Flushed while read. Under a steady dashboard load some query reads the head at
+      // nearly every flush, so without this no head's arrays would go on.
+      h.poolOnRelease = false;
+      if (!this.pool.has(h.app)) this.pool.set(h.app, { head: h, gen: this.flushGen });
+    }
     reader.heads.clear();
   }
 

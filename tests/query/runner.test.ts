@@ -215,6 +215,28 @@ describe("query runner", () => {
     await s.close();
   });
 
+  test("the same query asked again while it runs shares its answer or its error; another query runs on its own", async () => {
+    const { s, evs } = await storeWithPartitions(1);
+    const now = START + 5 * DAY_MS;
+    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+    const window = resolveWindow("2026-11-01", "2026-11-05", now);
+    let runs = 0;
+    const counted = (budget: Budget, reader: QueryChunks) => (runs++, readAll(runner, window)(budget, reader));
+    // Partitions to decode first: the first is still under way when the others ask.
+    expect(await Promise.all([runner.run("a", counted), runner.run("a", counted), runner.run("b", counted)])).toEqual([evs.length, evs.length, evs.length]);
+    // "a" twice and "b" once, each run again once after its decode.
+    expect(runs).toBe(4);
+    let failed = 0;
+    const failing = function* (): Work<number> {
+      failed++;
+      throw new Error("broken");
+    };
+    const both = [runner.run("c", failing), runner.run("c", failing)];
+    for (const p of both) await expect(p).rejects.toThrow("broken");
+    expect(failed).toBe(1);
+    await s.close();
+  });
+
   test("a query waiting for its partitions to be decoded holds no turn: a query that reads nothing to decode answers first", async () => {
     const { s, evs } = await storeWithPartitions(1);
     const now = START + 5 * DAY_MS;

@@ -122,11 +122,27 @@ describe("event store", () => {
     const h3 = head();
     expect(canonical([...eventsOf(view!)])).toEqual(seen);
     expect(h3.ts.buffer).not.toBe(h1.ts.buffer);
-    // Let go, the head's arrays go on again at the next flush.
+    // Another query reads the new head through the next flush; the first lets go: the first
+    // head's arrays go to the head after that flush.
+    const reader2 = queryChunks();
+    const [view3] = s.chunks(1, -Infinity, Infinity, undefined, reader2).filter((c) => c.n === h3.n && c.ts === h3.ts);
+    const seen3 = canonical([...eventsOf(view3!)]);
     s.release(reader);
     await flush(s, 2);
-    s.append(randomEvents(1, 100, { seed: 24, start, spanMs: DAY_MS }));
+    s.append(randomEvents(1, 6_000, { seed: 24, start, spanMs: DAY_MS }));
+    const h4 = head();
+    expect(h4.ts.buffer).toBe(h1.ts.buffer);
+    expect(canonical([...eventsOf(view3!)])).toEqual(seen3);
+    // The second lets go, and a third reads the next head through the next flush: the
+    // second head's arrays go to the head after it.
+    s.release(reader2);
+    const reader3 = queryChunks();
+    s.chunks(1, -Infinity, Infinity, undefined, reader3);
+    await flush(s, 3);
+    s.append(randomEvents(1, 100, { seed: 25, start, spanMs: DAY_MS }));
     expect(head().ts.buffer).toBe(h3.ts.buffer);
+    s.release(reader3);
+    expect(canonical(s.events(1)).length).toBe(5_000 + 3_000 + 4_000 + 6_000 + 100);
     await s.close();
   });
 
