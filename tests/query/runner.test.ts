@@ -4,7 +4,7 @@ import { decodeFile, inlineFiles, type PartitionFiles } from "../../src/store/fi
 import { chunkBytes, eventsOf, type Chunk } from "../../src/store/chunk.ts";
 import { createLogger } from "../../src/log.ts";
 import { DAY_MS } from "../../src/store/rollups.ts";
-import { QueryRunner, type Budget } from "../../src/query/runner.ts";
+import { QueryRunner, type Budget, type RunnerOptions } from "../../src/query/runner.ts";
 import { complete, type Work } from "../../src/query/work.ts";
 import { period } from "../../src/query/ops/overview.ts";
 import { breakdown } from "../../src/query/ops/breakdown.ts";
@@ -39,7 +39,10 @@ const readAll = (runner: QueryRunner, window: ReturnType<typeof resolveWindow>) 
     return runner.context(7, "app", window, false, [], budget, reader).chunks(window.startMs, window.endMs).reduce((n, c) => n + c.n, 0);
   };
 
-const runner0 = (s: EventStore, now: number) => new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+/** The tests' clock, the window over all of storeWithPartitions' days, and a runner over a store at that clock. */
+const now = START + 5 * DAY_MS;
+const FULL = resolveWindow("2026-11-01", "2026-11-05", now);
+const runnerOf = (s: EventStore, o: Partial<RunnerOptions> = {}) => new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10, ...o });
 
 describe("query runner", () => {
   // Reading partitions that the decoded cache does not hold used to decode them on the
@@ -49,9 +52,8 @@ describe("query runner", () => {
     // than the cache holds.
     const { s, evs, parts } = await storeWithPartitions(1);
     expect(parts).toBeGreaterThan(20);
-    const now = START + 5 * DAY_MS;
-    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
-    const window = resolveWindow("2026-11-01", "2026-11-05", now);
+    const runner = runnerOf(s);
+    const window = FULL;
     let runs = 0;
     const seen = await runner.run(null, function* (budget, reader) {
       runs++;
@@ -75,10 +77,9 @@ describe("query runner", () => {
   test("a query that would hold more decoded partitions than its memory budget answers query_too_heavy; a narrower one is answered", async () => {
     // What every partition takes decoded, measured with no memory budget to speak of.
     const all = await storeWithPartitions(64 << 20);
-    const now = START + 5 * DAY_MS;
-    const full = resolveWindow("2026-11-01", "2026-11-05", now);
+    const full = FULL;
     const day = resolveWindow("2026-11-02", "2026-11-02", now);
-    const r0 = new QueryRunner({ store: all.s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+    const r0 = runnerOf(all.s);
     let held = 0;
     await r0.run(null, function* (budget, reader) {
       const n = yield* readAll(r0, full)(budget, reader);
@@ -94,7 +95,7 @@ describe("query runner", () => {
     let decodes = 0;
     const files: PartitionFiles = { ...inlineFiles, decode: (f) => (decodes++, Promise.resolve(decodeFile(f))) };
     const { s, evs, parts } = await storeWithPartitions(1, files, Math.floor(held / 2));
-    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+    const runner = runnerOf(s);
     const refused = runner.run(null, readAll(runner, full));
     await expect(refused).rejects.toMatchObject({ code: "query_too_heavy" });
     await expect(refused).rejects.toThrow(/memory/);
@@ -139,9 +140,8 @@ describe("query runner", () => {
     let served = 0;
     const files: PartitionFiles = { ...inlineFiles, decode: (f) => (++served <= 3 ? Promise.resolve(decodeFile(f)) : new Promise<never>(() => {})) };
     const { s, parts } = await storeWithPartitions(64 << 20, files);
-    const now = START + 5 * DAY_MS;
-    const window = resolveWindow("2026-11-01", "2026-11-05", now);
-    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 300, maxWaiting: 10 });
+    const window = FULL;
+    const runner = runnerOf(s, { budgetMs: 300 });
     const t0 = performance.now();
     await expect(runner.run(null, readAll(runner, window))).rejects.toMatchObject({ code: "query_too_heavy" });
     expect(performance.now() - t0).toBeLessThan(5000);
@@ -152,9 +152,8 @@ describe("query runner", () => {
   test("a partition the thread cannot decode is decoded inline, as before: the same answer", async () => {
     const files: PartitionFiles = { ...inlineFiles, decode: () => Promise.reject(new Error("thread gone")) };
     const { s, parts } = await storeWithPartitions(64 << 20, files);
-    const now = START + 5 * DAY_MS;
-    const window = resolveWindow("2026-11-01", "2026-11-05", now);
-    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+    const window = FULL;
+    const runner = runnerOf(s);
     expect(await runner.run(null, readAll(runner, window))).toBe(6000);
     expect(s.cacheStats().decodedInline).toBe(parts);
   });
@@ -163,9 +162,8 @@ describe("query runner", () => {
     let decodes = 0;
     const files: PartitionFiles = { ...inlineFiles, decode: async (f) => (decodes++, await Bun.sleep(1), decodeFile(f)) };
     const { s, parts } = await storeWithPartitions(64 << 20, files);
-    const now = START + 5 * DAY_MS;
-    const window = resolveWindow("2026-11-01", "2026-11-05", now);
-    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
+    const window = FULL;
+    const runner = runnerOf(s);
     expect(await Promise.all([1, 2, 3, 4].map(() => runner.run(null, readAll(runner, window))))).toEqual([6000, 6000, 6000, 6000]);
     expect(decodes).toBe(parts);
   });
@@ -174,8 +172,7 @@ describe("query runner", () => {
   // for up to 270 ms when operators ran in one piece.
   test("operators run in slices with the event loop's other work between them, and answer as in one piece", async () => {
     const { s, parts } = await storeWithPartitions(64 << 20);
-    const now = START + 5 * DAY_MS;
-    const window = resolveWindow("2026-11-01", "2026-11-05", now);
+    const window = FULL;
     const US = [{ dim: "country", values: ["US"] }];
     const query = (runner: QueryRunner) =>
       function* (budget: Budget, reader: QueryChunks) {
@@ -195,10 +192,10 @@ describe("query runner", () => {
       const value = await runner.run(null, query(runner));
       return { value, ticks: ticks - t0 };
     };
-    const whole = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10, sliceMs: 1e9 });
+    const whole = runnerOf(s, { sliceMs: 1e9 });
     await timed(whole); // partitions decoded and cached
     const inOnePiece = await timed(whole);
-    const sliced = await timed(new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10, sliceMs: 0 }));
+    const sliced = await timed(runnerOf(s, { sliceMs: 0 }));
     spinning = false;
     expect(inOnePiece.ticks).toBeLessThan(5);
     // Every chunk of each operator is a step (and each bucket of sessions).
@@ -206,7 +203,7 @@ describe("query runner", () => {
     expect(sliced.value).toEqual(inOnePiece.value);
     expect(sliced.value.overview.totals.events).toBeGreaterThan(0);
     // And as the operators give it without the runner.
-    const plain = runner0(s, now);
+    const plain = runnerOf(s);
     expect(sliced.value).toEqual({
       overview: complete(period(plain.context(7, "app", window, false, US, { check() {} }))),
       breakdown: complete(breakdown(plain.context(7, "app", window, false, [], { check() {} }), "country", "users", 10)),
@@ -217,9 +214,8 @@ describe("query runner", () => {
 
   test("the same query asked again while it runs shares its answer or its error; another query runs on its own", async () => {
     const { s, evs } = await storeWithPartitions(1);
-    const now = START + 5 * DAY_MS;
-    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
-    const window = resolveWindow("2026-11-01", "2026-11-05", now);
+    const runner = runnerOf(s);
+    const window = FULL;
     let runs = 0;
     const counted = (budget: Budget, reader: QueryChunks) => (runs++, readAll(runner, window)(budget, reader));
     // Partitions to decode first: the first is still under way when the others ask.
@@ -239,9 +235,8 @@ describe("query runner", () => {
 
   test("a query waiting for its partitions to be decoded holds no turn: a query that reads nothing to decode answers first", async () => {
     const { s, evs } = await storeWithPartitions(1);
-    const now = START + 5 * DAY_MS;
-    const runner = new QueryRunner({ store: s, now: () => now, budgetMs: 60_000, maxWaiting: 10 });
-    const window = resolveWindow("2026-11-01", "2026-11-05", now);
+    const runner = runnerOf(s);
+    const window = FULL;
     const order: string[] = [];
     const heavy = runner
       .run(null, readAll(runner, window))

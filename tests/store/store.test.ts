@@ -27,6 +27,14 @@ const flush = async (s: EventStore, tag: number) => {
   s.finishFlush(heads, await s.writeHeads(heads, tag));
 };
 
+/** A store that passes flushed heads' arrays on from 1,000 events, and a reader of app 1's live head. */
+function pooling() {
+  const dir = tmp();
+  const s = new EventStore({ dir, log, cacheBytes: 64 << 20, flushEvents: 1e9, poolMinEvents: 1000 });
+  const head = () => s.chunks(1, -Infinity, Infinity).find((c) => c instanceof HeadChunk) as HeadChunk;
+  return { dir, s, start: Date.UTC(2026, 10, 1), head };
+}
+
 describe("event store", () => {
   test("a flush writes hourly partitions per app; reopening reads the same events", async () => {
     const dir = tmp();
@@ -46,10 +54,7 @@ describe("event store", () => {
   });
 
   test("a flushed head's arrays go to the app's next head: flushed, new and exported events all stay right", async () => {
-    const dir = tmp();
-    const s = new EventStore({ dir, log, cacheBytes: 64 << 20, flushEvents: 1e9, poolMinEvents: 1000 });
-    const start = Date.UTC(2026, 10, 1);
-    const head = () => s.chunks(1, -Infinity, Infinity).find((c) => c instanceof HeadChunk) as HeadChunk;
+    const { dir, s, start, head } = pooling();
     const a1 = randomEvents(1, 7_000, { seed: 11, start, spanMs: DAY_MS });
     s.append(a1);
     const h1 = head();
@@ -97,10 +102,7 @@ describe("event store", () => {
   });
 
   test("a query reads a head as it stood when first read, through appends, a flush and the next head; its arrays go on only once the query lets go", async () => {
-    const dir = tmp();
-    const s = new EventStore({ dir, log, cacheBytes: 64 << 20, flushEvents: 1e9, poolMinEvents: 1000 });
-    const start = Date.UTC(2026, 10, 1);
-    const head = () => s.chunks(1, -Infinity, Infinity).find((c) => c instanceof HeadChunk) as HeadChunk;
+    const { s, start, head } = pooling();
     const a1 = randomEvents(1, 5_000, { seed: 21, start, spanMs: DAY_MS });
     s.append(a1);
     const h1 = head();
