@@ -7,7 +7,7 @@ import { CTX_DIMS, type Chunk, type Codes, type CtxDim } from "../store/chunk.ts
 import { isDimension, PROP_PREFIX } from "../store/dimensions.ts";
 import { invalid } from "../domain/errors.ts";
 import { DIMENSIONS } from "../store/dimensions.ts";
-import type { Work } from "./work.ts";
+import { inRanges, type Work } from "./work.ts";
 
 export interface Filter {
   dim: string;
@@ -72,13 +72,8 @@ export const STEP_ROWS = 1 << 16;
 export function* scanSteps(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, x: number) => void): Work<void> {
   for (const c of chunks) {
     const plan = planOf(c, o);
-    if (plan) {
-      for (let from = 0; from < c.n; from += STEP_ROWS) {
-        scanRows(c, o, plan, fn, from, Math.min(c.n, from + STEP_ROWS));
-        if (from + STEP_ROWS < c.n) yield;
-      }
-    }
-    yield;
+    if (plan) yield* inRanges(c.n, STEP_ROWS, (from, to) => scanRows(c, o, plan, fn, from, to));
+    else yield;
   }
 }
 

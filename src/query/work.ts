@@ -6,6 +6,14 @@
 /** An operator's work: yields between steps, returns its answer. */
 export type Work<T> = Generator<void, T, void>;
 
+/** Calls `fn(from, to)` over 0 .. n in ranges of `size`, yielding after each. */
+export function* inRanges(n: number, size: number, fn: (from: number, to: number) => void): Work<void> {
+  for (let from = 0; from < n; from += size) {
+    fn(from, Math.min(n, from + size));
+    yield;
+  }
+}
+
 /** Runs `w` to its end at once (tests, benches; the runner slices it instead). */
 export function complete<T>(w: Work<T>): T {
   for (;;) {

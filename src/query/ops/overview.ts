@@ -5,7 +5,7 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
 import { collectSessions, DAY_MS, durationSeconds, SESSION_STEP } from "../sessions.ts";
 import { passingRuns, scanSteps } from "../scan.ts";
-import type { Work } from "../work.ts";
+import { inRanges, type Work } from "../work.ts";
 import { dayNumber, DurationHistogram } from "../../store/rollups.ts";
 
 export interface DayPoint {
@@ -128,10 +128,7 @@ export function* period(q: QueryContext): Work<Period> {
         if (all.isBounce(k)) bounces++;
       }
     };
-    for (let k = 0; k < all.n; k += SESSION_STEP) {
-      pass(k, Math.min(all.n, k + SESSION_STEP));
-      yield;
-    }
+    yield* inRanges(all.n, SESSION_STEP, pass);
     medianSeconds = durations.median();
   }
   return {

@@ -8,6 +8,7 @@ import { scanOptions } from "../context.ts";
 import { collectSessions, DAY_MS, durationSeconds, place, SESSION_STEP, type SessionAgg } from "../sessions.ts";
 import { DurationHistogram } from "../../store/rollups.ts";
 import { scanSteps } from "../scan.ts";
+import { inRanges } from "../work.ts";
 import { CTX_DIMS } from "../../store/chunk.ts";
 import { invalid } from "../../domain/errors.ts";
 
@@ -65,10 +66,7 @@ export function* sessionsList(q: QueryContext, limit: number) {
   // A month holds millions of sessions: in one piece this pass held the event loop for
   // 18 ms (bench/query.ts, 10 M events). The loop is in a plain function: in the
   // generator's body the engine optimizes it less.
-  for (let k = 0; k < all.n; k += SESSION_STEP) {
-    pass(k, Math.min(all.n, k + SESSION_STEP));
-    yield;
-  }
+  yield* inRanges(all.n, SESSION_STEP, pass);
   top.sort(newer);
   const inWindow = top.slice(0, limit).map((k) => all.get(k));
   const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
