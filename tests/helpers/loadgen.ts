@@ -2,6 +2,8 @@
 // schedule (RATE per second for SECONDS), answered or not, up to MAX_INFLIGHT unanswered.
 // Run with BUN_CONFIG_MAX_HTTP_REQUESTS raised, or Bun's fetch keeps 256 requests in
 // flight and the schedule silently turns into a closed loop. Prints one JSON summary.
+// scheduled_per_s counts every request the schedule called for; offered_per_s only those
+// sent (not skipped for MAX_INFLIGHT unanswered).
 // Usage: bun tests/helpers/loadgen.ts URL APP_KEY RATE SECONDS MAX_INFLIGHT
 
 const [url, key, rateS, secondsS, maxS] = process.argv.slice(2) as [string, string, string, string, string];
@@ -60,6 +62,6 @@ await Promise.all(inflight);
 latencies.sort((a, b) => a - b);
 const q = (f: number) => Math.round(latencies[Math.floor(f * (latencies.length - 1))] ?? 0);
 process.stdout.write(
-  JSON.stringify({ offered_per_s: Math.round((sent - skipped) / elapsed), skipped, statuses, accepted, accepted_batches_per_s: Math.round((statuses[200] ?? 0) / elapsed), missingRetryAfter, p50_ms: q(0.5), p99_ms: q(0.99) }) + "\n",
+  JSON.stringify({ scheduled_per_s: Math.round(sent / elapsed), offered_per_s: Math.round((sent - skipped) / elapsed), skipped, statuses, accepted, accepted_batches_per_s: Math.round((statuses[200] ?? 0) / elapsed), missingRetryAfter, p50_ms: q(0.5), p99_ms: q(0.99) }) + "\n",
 );
 export {};
