@@ -20,7 +20,7 @@ setInterval(() => {
 const committed = () => new Promise<void>((r) => waiting.push(r));
 // The real thing: Sextant's write-ahead log (group commit, worker thread, fdatasync), in a
 // directory of its own that goes with the process.
-const usesLog = variant.includes("log commit");
+const usesLog = variant.includes("log ");
 const walDir = usesLog ? mkdtempSync(join(tmpdir(), "sextant-floor-wal-")) : "";
 const wal = usesLog ? Wal.open(walDir, createLogger("silent")) : null;
 wal?.replay(() => {});
@@ -48,6 +48,18 @@ const handlers: Record<string, (req: Request) => Response | Promise<Response>> =
   "answer after a log commit": async () => {
     await wal!.append(1, RECORD);
     return new Response(null, { status: 202 });
+  },
+  // Answered at once, before any commit: the ceiling of a web path that would answer 202
+  // before its record is on disk (the log still fsyncs it, by group commit, just after).
+  "text + JSON.parse + CORS headers": async (req) => {
+    JSON.parse(await req.text());
+    return new Response(null, { status: 202, headers: cors });
+  },
+  "text + JSON.parse + log append, no wait + CORS headers": async (req) => {
+    const text = await req.text();
+    JSON.parse(text);
+    wal!.appendLazy(1, enc.encode(text));
+    return new Response(null, { status: 202, headers: cors });
   },
   "text + JSON.parse + log commit + CORS headers": async (req) => {
     const text = await req.text();

@@ -8,6 +8,7 @@ import { DAY_MS } from "./sessions.ts";
 import type { Chunk } from "../store/chunk.ts";
 import { DomainError } from "../domain/errors.ts";
 import { denseVisitors } from "./id-index.ts";
+import { IncrementalMap, IncrementalSet } from "./incremental-map.ts";
 
 /** Values (across chunks) are numbered below this; pairs are (owner, day) * VALUE_SPAN + value. */
 const VALUE_SPAN = 2 ** 21;
@@ -21,8 +22,9 @@ const VALUE_SPAN = 2 ** 21;
 export class DistinctPairs {
   private values = new Map<string, number>();
   private names: string[] = [];
-  private owners = new Map<number, number>();
-  private seen = new Set<number>();
+  // Millions of entries at 10 M events: grown a little at a time (incremental-map.ts).
+  private owners = new IncrementalMap();
+  private seen = new IncrementalSet();
   private counts: number[] = [];
   private days: number;
 
@@ -84,14 +86,12 @@ export class DistinctPairs {
       if (o < 0) {
         const id = ids[x]!;
         let k = this.owners.get(id);
-        if (k === undefined) this.owners.set(id, (k = this.owners.size));
+        if (k < 0) this.owners.add(id, (k = this.owners.size));
         ownerOf![x] = o = k;
       }
       const g = global[code]!;
       const key = (o * this.days + d + day0) * VALUE_SPAN + g;
-      if (this.seen.has(key)) return;
-      this.seen.add(key);
-      this.counts[g]!++;
+      if (this.seen.add(key)) this.counts[g]!++;
     };
     if (r.perContext && days === 1) {
       // A dimension held per context, for sessions (which need no day) or over one day
