@@ -1,5 +1,5 @@
-// One Bun.serve answering 202 to every request, doing only the part of a web event's path
-// named by VARIANT (bench/http-floor.ts measures them side by side).
+// One Bun.serve answering every request, doing only the part of a web event's or a batch's
+// path named by VARIANT (bench/http-floor.ts measures them side by side).
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,6 +8,7 @@ import { Wal } from "../src/ingest/wal.ts";
 import { createLogger } from "../src/log.ts";
 
 const enc = new TextEncoder();
+const dec = new TextDecoder();
 /** About a web event's log record: its body and derived values. */
 const RECORD = enc.encode("x".repeat(200));
 const listenPort = Number(process.env.PORT ?? 18299);
@@ -67,10 +68,24 @@ const handlers: Record<string, (req: Request) => Response | Promise<Response>> =
     await wal!.append(1, enc.encode(text));
     return new Response(null, { status: 202, headers: cors });
   },
+  // A batch of 100 app events: read, inflated and parsed as ingest does, then answered
+  // with the answer's JSON, at once or once its (uncompressed) record is on disk.
+  "batch: body + gunzip + JSON.parse + JSON answer": async (req) => {
+    const json = Bun.gunzipSync(new Uint8Array(await req.arrayBuffer()), { library: "libdeflate" });
+    const n = (JSON.parse(dec.decode(json)) as { events: unknown[] }).events.length;
+    return Response.json({ accepted: n, dropped: {} });
+  },
+  "batch: body + gunzip + JSON.parse + log commit + JSON answer": async (req) => {
+    const json = Bun.gunzipSync(new Uint8Array(await req.arrayBuffer()), { library: "libdeflate" });
+    const n = (JSON.parse(dec.decode(json)) as { events: unknown[] }).events.length;
+    await wal!.append(1, json);
+    return Response.json({ accepted: n, dropped: {} });
+  },
 };
 const handler = handlers[variant];
 if (!handler) throw new Error(`unknown VARIANT ${variant}`);
-// Anything but the event route (the readiness check) gets a plain 202.
-Bun.serve({ port: listenPort, hostname: "127.0.0.1", routes: { "/v1/event": { POST: handler } }, fetch: () => new Response(null, { status: 202 }) });
+const route = variant.startsWith("batch:") ? "/v1/batch" : "/v1/event";
+// Anything but the measured route (the readiness check) gets a plain 202.
+Bun.serve({ port: listenPort, hostname: "127.0.0.1", routes: { [route]: { POST: handler } }, fetch: () => new Response(null, { status: 202 }) });
 console.log(`${variant} on ${listenPort}`);
 

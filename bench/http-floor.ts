@@ -1,13 +1,15 @@
-// What Bun.serve itself costs around a web event, before any of Sextant's work: a bare
-// server answering 202 next to servers that only read the body, only answer after a
+// What Bun.serve itself costs around a web event and a batch, before any of Sextant's work:
+// a bare server answering 202 next to servers that only read the body, only answer after a
 // group commit (simulated by a 1 ms timer, or Sextant's own write-ahead log), or both
-// plus JSON.parse and CORS headers. Same load as the
-// ingest bench (wrk, 64 connections, the tracker's body), server on core 0, wrk on core 1.
+// plus JSON.parse and CORS headers; and for batches of 100, reading, inflating and parsing
+// the body, with and without the log's commit. Same loads as the ingest bench (wrk, 64
+// connections, the tracker's body and the SDK batches), server on core 0, wrk on core 1.
 // Run: bun bench/http-floor.ts [seconds]   (writes the "http-floor" section of bench/RESULTS.md)
 
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fmt, machine, ROOT, waitFor, wrk, writeSection } from "./lib.ts";
+import { fmt, machine, ROOT, waitFor, wrk, writeBatchFile, writeSection } from "./lib.ts";
 
 const SECONDS = Number(process.argv[2] ?? 4);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
@@ -22,9 +24,17 @@ const VARIANTS = [
   "text + JSON.parse + log commit + CORS headers",
   "text + JSON.parse + CORS headers",
   "text + JSON.parse + log append, no wait + CORS headers",
+  "batch: body + gunzip + JSON.parse + JSON answer",
+  "batch: body + gunzip + JSON.parse + log commit + JSON answer",
 ];
-const script = join(ROOT, "bench", "wrk", "web.lua");
-const env = { SITE_KEY: "wk_floor" };
+const webScript = join(ROOT, "bench", "wrk", "web.lua");
+const batchScript = join(ROOT, "bench", "wrk", "batch.lua");
+const dir = mkdtempSync(join(tmpdir(), "sextant-bench-floor-"));
+const batchFile = join(dir, "batches.json.gz");
+writeBatchFile(batchFile, 5000);
+const env = { SITE_KEY: "wk_floor", APP_KEY: "ak_floor", BATCH_FILE: batchFile };
+/** Events a request carries: a batch row's ratio counts events, as the ingest bench's does. */
+const eventsPer = (v: string) => (v.startsWith("batch:") ? 100 : 1);
 
 const cpuMicros = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
@@ -35,7 +45,9 @@ const runs = new Map<string, { rps: number; cpu: number; p99: number }[]>(VARIAN
 for (let round = 0; round < ROUNDS; round++) {
   for (const v of VARIANTS) {
     const p = Bun.spawn(["taskset", "-c", "0", process.execPath, join(ROOT, "bench", "http-floor-server.ts")], { env: { ...process.env, PORT: String(PORT), VARIANT: v }, stdout: "ignore" });
-    const url = `http://127.0.0.1:${PORT}/v1/event`;
+    const batch = v.startsWith("batch:");
+    const url = `http://127.0.0.1:${PORT}/v1/${batch ? "batch" : "event"}`;
+    const script = batch ? batchScript : webScript;
     await waitFor(`http://127.0.0.1:${PORT}/`);
     wrk(url, script, { connections: 64, seconds: 1, core: 1, env });
     const c0 = cpuMicros(p.pid);
@@ -52,22 +64,23 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const bare = runs.get("bare")!;
 const rows = VARIANTS.map((v) => {
   const rs = runs.get(v)!;
-  const ratios = rs.map((r, i) => r.rps / bare[i]!.rps);
+  const ratios = rs.map((r, i) => (r.rps * eventsPer(v)) / bare[i]!.rps);
   return `| ${v} | ${fmt(median(rs.map((r) => r.rps)))} | ${fmt(median(ratios), 2)}x (${ratios.map((x) => fmt(x, 2)).join(", ")}) | ${fmt(median(rs.map((r) => r.cpu)), 1)} | ${fmt(median(rs.map((r) => r.p99)), 2)} |`;
 }).join("\n");
 
 writeSection(
   "http-floor",
-  `## What Bun.serve costs around a web event (bench/http-floor.ts)
+  `## What Bun.serve costs around a web event and a batch (bench/http-floor.ts)
 
 - Machine: ${machine()}
 - Date: ${new Date().toISOString().slice(0, 10)}
-- Command: \`bun bench/http-floor.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). Each row is a separate Bun.serve (bench/http-floor-server.ts) doing only what the row names, pinned to core 0; wrk with the ingest bench's web-event script on core 1, 64 connections, ${SECONDS} s per row; rows alternate round by round, medians shown, ratios against the bare run of the same round.
+- Command: \`bun bench/http-floor.ts ${SECONDS}\` (ROUNDS=${ROUNDS}). Each row is a separate Bun.serve (bench/http-floor-server.ts) doing only what the row names, pinned to core 0; wrk with the ingest bench's web-event script (the batch rows: its batch script, gzip batches of 100 events from 5,000 devices) on core 1, 64 connections, ${SECONDS} s per row; rows alternate round by round, medians shown, ratios against the bare run of the same round (batch rows: events/s ÷ bare requests/s, as the ingest bench counts them).
 
 | Server does | Requests/s | ÷ bare (per round) | CPU µs/request | p99 ms |
 |---|---|---|---|---|
 ${rows}
 
-"commit": every waiting answer is released by a 1 ms timer. "log commit": each request appends a 200-byte record to Sextant's write-ahead log (src/ingest/wal.ts: group commit, back to back, write and fdatasync in a worker thread, segments zero-filled ahead) and answers once it is on disk; "log append, no wait" appends the same way and answers at once, before the record's fsync. None of these rows validates, enriches or stores anything: they are the floor under the ingest bench's web row, whose target is 0.6x of the first row.`,
+"commit": every waiting answer is released by a 1 ms timer. "log commit": each request appends a 200-byte record to Sextant's write-ahead log (src/ingest/wal.ts: group commit, back to back, write and fdatasync in a worker thread, segments zero-filled ahead) and answers once it is on disk; "log append, no wait" appends the same way and answers at once, before the record's fsync. The batch rows read the body, inflate it (libdeflate) and JSON.parse it, then answer at once or once the inflated batch is on disk through the same log. None of these rows validates, enriches or stores anything: they are the floor under the ingest bench's web row, whose target is 0.6x of the first row with p99 at most 3 ms, and its batch row, whose target is 4x with p99 under 25 ms.`,
 );
 console.log(rows);
+rmSync(dir, { recursive: true, force: true });

@@ -7,14 +7,13 @@
 import { mkdtempSync, writeFileSync, rmSync, openSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gzipSync } from "node:zlib";
 import { loadConfig } from "../src/config.ts";
 import { startServer } from "../src/server.ts";
 import { ensureUser } from "../src/domain/users.ts";
 import { createOrg } from "../src/domain/orgs.ts";
 import { createApp } from "../src/domain/apps.ts";
 import { createToken } from "../src/domain/tokens.ts";
-import { fmt, machine, ROOT, waitFor, wrk, writeSection, type WrkResult } from "./lib.ts";
+import { fmt, machine, ROOT, waitFor, wrk, writeBatchFile, writeSection, type WrkResult } from "./lib.ts";
 
 const SECONDS = Number(process.argv[2] ?? 10);
 const CONNS = 64;
@@ -39,33 +38,10 @@ const warmApp = createApp(db, actor, { org_id: orgId, kind: "app", name: "Warm-u
 const token = createToken(db, actor, orgId, "bench", Date.now());
 await setup.stop();
 
-const now = Date.now();
-// One gzip body per device, each with the device's own session id, as an SDK sends: the
-// devices' batches go into one file with a manifest of offsets that batch.lua reads.
-// (Until 2026-11-22 every batch carried one fixed session id, as if 50,000 devices shared
-// a session: the worst case for partitions sorted by session, and not what SDKs send.)
+// One gzip body per device, each with the device's own session id, as an SDK sends.
 const DEVICES = 5000;
-const bodies: Uint8Array[] = [];
-for (let d = 0; d < DEVICES; d++) {
-  bodies.push(
-    gzipSync(
-      JSON.stringify({
-        sdk: "sextant-swift/1.0.0",
-        system: { os_name: "iOS", os_version: "17.2", device_model: "iPhone15,2", locale: "en_GB", app_version: "2.1.0", app_build: "210", is_debug: false },
-        events: Array.from({ length: 100 }, (_, i) => ({
-          name: ["screen_view", "tap", "purchase", "search"][i % 4],
-          ts: new Date(now - (100 - i) * 1000).toISOString(),
-          session_id: `0190f5a4-7b1e-7c3a-9d2e-${d.toString(16).padStart(12, "0")}`,
-          props: { screen: `Screen${i % 7}`, value: i },
-        })),
-      }),
-    ),
-  );
-}
 const batchFile = join(dir, "batches.json.gz");
-writeFileSync(batchFile, Buffer.concat(bodies));
-let offset = 0;
-writeFileSync(`${batchFile}.idx`, bodies.map((b) => `${offset} ${((offset += b.length), b.length)}`).join("\n") + "\n");
+writeBatchFile(batchFile, DEVICES);
 
 const env = {
   SITE_KEY: site.key,

@@ -1,9 +1,11 @@
 // Shared helpers for benchmarks: machine description, wrk runs pinned to a core, waiting
-// for a server, and writing a section of bench/RESULTS.md between markers.
+// for a server, writing a section of bench/RESULTS.md between markers, and the gzip
+// batches the ingest benches send.
 
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 
 export const ROOT = join(import.meta.dir, "..");
 
@@ -67,3 +69,34 @@ export function writeSection(name: string, body: string) {
 }
 
 export const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
+
+/**
+ * Gzip batches of 100 app events, one per device, each with the device's own session id,
+ * as an SDK sends them, written to `file` with a manifest of offsets (`file`.idx) that
+ * bench/wrk/batch.lua reads. (Until 2026-11-22 every batch carried one fixed session id, as
+ * if 50,000 devices shared a session: the worst case for partitions sorted by session, and
+ * not what SDKs send.)
+ */
+export function writeBatchFile(file: string, devices: number, now = Date.now()): void {
+  const bodies: Uint8Array[] = [];
+  for (let d = 0; d < devices; d++) {
+    bodies.push(
+      gzipSync(
+        JSON.stringify({
+          sdk: "sextant-swift/1.0.0",
+          system: { os_name: "iOS", os_version: "17.2", device_model: "iPhone15,2", locale: "en_GB", app_version: "2.1.0", app_build: "210", is_debug: false },
+          events: Array.from({ length: 100 }, (_, i) => ({
+            name: ["screen_view", "tap", "purchase", "search"][i % 4],
+            ts: new Date(now - (100 - i) * 1000).toISOString(),
+            session_id: `0190f5a4-7b1e-7c3a-9d2e-${d.toString(16).padStart(12, "0")}`,
+            props: { screen: `Screen${i % 7}`, value: i },
+          })),
+        }),
+      ),
+    );
+  }
+  writeFileSync(file, Buffer.concat(bodies));
+  let offset = 0;
+  writeFileSync(`${file}.idx`, bodies.map((b) => `${offset} ${((offset += b.length), b.length)}`).join("\n") + "\n");
+}
+
