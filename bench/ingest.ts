@@ -1,7 +1,8 @@
 // Ingest throughput and latency, side by side in one run over loopback: a bare Bun.serve
-// answering 202 (the baseline), then Sextant's full web-event path and gzip batches of
-// 100 events (fsynced before the answer), each alone and again while a dashboard query
-// load runs. Server on core 0, load generators (wrk) on core 1.
+// answering 202 (the baseline), the floors (servers that only read, parse and commit to the
+// log, for web events and for batches), then Sextant's full web-event path and gzip
+// batches of 100 events (fsynced before the answer), each alone and again while a
+// dashboard query load runs. Servers on core 0, load generators (wrk) on core 1.
 // Run: bun bench/ingest.ts [seconds]   (writes the "ingest" section of bench/RESULTS.md)
 
 import { mkdtempSync, writeFileSync, rmSync, openSync, readFileSync } from "node:fs";
@@ -19,6 +20,11 @@ const SECONDS = Number(process.argv[2] ?? 10);
 const CONNS = 64;
 const PORT = 18190;
 const BARE_PORT = 18199;
+const FLOOR_WEB_PORT = 18198;
+const FLOOR_BATCH_PORT = 18197;
+/** The floors (bench/http-floor-server.ts): only reading, parsing and the log's commit, nothing of Sextant's pipeline. */
+const FLOOR_WEB = "text + JSON.parse + log commit + CORS headers";
+const FLOOR_BATCH = "batch: body + gunzip + JSON.parse + log commit + JSON answer";
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-bench-ingest-"));
 const plansFile = join(dir, "plans.json");
@@ -76,6 +82,9 @@ function cpuMicros(pid: number): number {
 // Both servers run side by side on core 0 for the whole run; rounds alternate between
 // them so that the machine's noise (shared host) falls on both alike.
 const bare = pinned([join(ROOT, "bench", "bare-server.ts")], { PORT: String(BARE_PORT) }, join(dir, "bare.log"));
+const floorServer = join(ROOT, "bench", "http-floor-server.ts");
+const floorWeb = pinned([floorServer], { PORT: String(FLOOR_WEB_PORT), VARIANT: FLOOR_WEB }, join(dir, "floor-web.log"));
+const floorBatch = pinned([floorServer], { PORT: String(FLOOR_BATCH_PORT), VARIANT: FLOOR_BATCH }, join(dir, "floor-batch.log"));
 const server = pinned(
   [join(ROOT, "bin", "sextant.ts"), "serve"],
   { SEXTANT_DATA_DIR: dir, SEXTANT_PORT: String(PORT), SEXTANT_HOST: "127.0.0.1", SEXTANT_TRUST_PROXY: "true", SEXTANT_PLANS_FILE: plansFile, SEXTANT_LOG: "json" },
@@ -84,6 +93,10 @@ const server = pinned(
 const base = `http://127.0.0.1:${PORT}`;
 const bareUrl = `http://127.0.0.1:${BARE_PORT}`;
 await waitFor(`${bareUrl}/`);
+const floorWebUrl = `http://127.0.0.1:${FLOOR_WEB_PORT}`;
+const floorBatchUrl = `http://127.0.0.1:${FLOOR_BATCH_PORT}`;
+await waitFor(`${floorWebUrl}/`);
+await waitFor(`${floorBatchUrl}/`);
 await waitFor(`${base}/healthz`);
 // Warm-up: JIT, caches, the first write-ahead log segment. The batches' warm-up must span
 // several flushes (one per million events): the partition writer's functions run once per
@@ -101,6 +114,8 @@ await waitFor(`${base}/healthz`);
 const WARM_OTHER_S = Number(process.env.WARM_OTHER_S ?? 20);
 const WARM_BATCH_S = Number(process.env.WARM_BATCH_S ?? 20);
 wrk(`${bareUrl}/v1/event`, web, { connections: CONNS, seconds: 3, core: 1, env });
+wrk(`${floorWebUrl}/v1/event`, web, { connections: CONNS, seconds: 3, core: 1, env });
+wrk(`${floorBatchUrl}/v1/batch`, bat, { connections: CONNS, seconds: 3, core: 1, env });
 wrk(`${base}/v1/event`, web, { connections: CONNS, seconds: 5, core: 1, env });
 if (WARM_OTHER_S > 0) wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: WARM_OTHER_S, core: 1, env: { ...env, APP_KEY: warmApp.key } });
 wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: WARM_BATCH_S, core: 1, env });
@@ -137,7 +152,7 @@ async function settle(pid: number): Promise<number> {
 const settleMs: number[] = [];
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const runs: Record<string, Measured[]> = { bare: [], web: [], webQ: [], batch: [], batchPaced: [], batchQ: [] };
+const runs: Record<string, Measured[]> = { bare: [], floorWeb: [], web: [], webQ: [], floorBatch: [], batch: [], batchPaced: [], batchQ: [] };
 /** The share of the round's own batch rate the paced row offers. */
 const PACED_SHARE = 0.6;
 const paceWaits: number[] = [];
@@ -145,7 +160,9 @@ const queryRates: number[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   settleMs.push(await settle(server.pid));
   runs.bare!.push(measure("bare", `${bareUrl}/v1/event`, web, bare.pid));
+  runs.floorWeb!.push(measure("floorWeb", `${floorWebUrl}/v1/event`, web, floorWeb.pid));
   runs.web!.push(measure("web", `${base}/v1/event`, web, server.pid));
+  runs.floorBatch!.push(measure("floorBatch", `${floorBatchUrl}/v1/batch`, bat, floorBatch.pid));
   const full = measure("batch", `${base}/v1/batch`, bat, server.pid);
   runs.batch!.push(full);
   // The same load below capacity: each connection waits between requests so that the 64
@@ -172,7 +189,9 @@ for (let round = 0; round < ROUNDS; round++) {
 const rss = Number(Bun.spawnSync(["ps", "-o", "rss=", "-p", String(server.pid)]).stdout.toString().trim() || 0) / 1024;
 server.kill("SIGTERM");
 bare.kill();
-await Promise.all([server.exited, bare.exited]);
+floorWeb.kill("SIGTERM");
+floorBatch.kill("SIGTERM");
+await Promise.all([server.exited, bare.exited, floorWeb.exited, floorBatch.exited]);
 // The server's log, read once: its collections and checkpoints.
 const logLines = readFileSync(join(dir, "server.log"), "utf8").split("\n");
 // Collections the load shedder forced (RSS over its bound): each holds the event loop.
@@ -195,8 +214,10 @@ rmSync(dir, { recursive: true, force: true });
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const rows = [
   ["bare Bun.serve, 202", "bare", 1],
+  ["floor: web body, JSON.parse, log commit, 202", "floorWeb", 1],
   ["web event, full path", "web", 1],
   ["web event, with query load", "webQ", 1],
+  ["floor: batch body, gunzip, JSON.parse, log commit, answer", "floorBatch", 100],
   ["batch of 100, gzip, fsynced", "batch", 100],
   ["batch of 100, paced below capacity", "batchPaced", 100],
   ["batch of 100, with query load", "batchQ", 100],
@@ -220,6 +241,7 @@ const body = `## Ingest (bench/ingest.ts)
 - The query load (rows "with query load") is a second wrk with 4 connections reading with an API token, each waiting 50 ms between requests as a busy dashboard would (median ${fmt(median(queryRates))} requests/s). The load cycles through overview (unfiltered and filtered), breakdowns, live and usage of both apps; answers are cached for 30 s except live, which is computed on every request. A round takes about 31 s, longer than the cache holds an answer, so every row with query load computes each query afresh at least once, on the event loop ingest shares, and the slowest of them sets those rows' p99. (Until the paced row came, a round took about 26 s, and rounds 2 and 3 found the answers of the round before still cached. Computed afresh, the measured app's breakdown by users took 520-1,056 ms until its mend of 2026-11-22; see the tenth session below.)
 - The paced row is the batch load below capacity: each of the 64 connections waits between requests, a wait sized so that together they would offer ${PACED_SHARE * 100}% of the rate the round's saturating batch row reached if every answer came at once; the answers' own time comes on top, so the row reaches somewhat less (compare the two rows' requests/s). The wait is drawn at random up to twice its mean (${runs.batchPaced!.length ? "a mean of about " + fmt(median(paceWaits)) : "-"} ms). Its ratio is not a capacity figure; its latency is what a batch costs to answer without the queue that 64 saturating connections build (at saturation the mean latency is 64 ÷ throughput, Little's law).
 - Load: web events from a pool of 50,000 visitor addresses (one new address per request would make every event a new visit); batches from 5,000 devices, each with its own address and its own session id (until 2026-11-22 every batch carried one fixed session id).
+- The floor rows are Bun.serve servers (bench/http-floor-server.ts, pinned to core 0 beside the others) that only read the body, JSON.parse it (a batch: inflate it first), append it to Sextant's write-ahead log and answer once it is on disk: none of Sextant's validation, enrichment, sessions, limits, quota, store or request log. They run in every round beside the rows they are the floor of, so the gap between the floor and each target is measured in the same run.
 - CPU µs/request: the server process's user+system CPU time over the row divided by the requests it answered (steadier than throughput on a noisy host).
 
 | Row | Requests/s | Events/s | p50 ms | p99 ms (per round) | Events/s ÷ bare requests/s (per round) | CPU µs/request | Non-2xx | Synchronous collections (all rounds) |
