@@ -5,6 +5,9 @@
 // (bench/RESULTS.md, 2026-11-26). Here growth is incremental
 // (as Redis's dicts do it): the larger table is allocated zeroed, and every insertion
 // moves a few slots of the old table over, so no single call does more than a little work.
+// Not src/util/number-map.ts: that one serves ingest's tables, which remove keys (by
+// shifting back, which a table split in two mid-move cannot do simply) and stay small
+// enough to double at once; these keys are only ever added, by the million.
 
 /** Slots of the old table moved per insertion while growing: at least 2 keeps up (see grow). */
 const MOVE_PER_ADD = 4;
