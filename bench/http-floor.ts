@@ -22,6 +22,7 @@ const VARIANTS = [
   "text + JSON.parse + commit + CORS headers",
   "answer after a log commit",
   "text + JSON.parse + log commit + CORS headers",
+  "text + JSON.parse + synchronous fdatasync + CORS headers",
   "text + JSON.parse + CORS headers",
   "text + JSON.parse + log append, no wait + CORS headers",
   "batch: body + gunzip + JSON.parse + JSON answer",
@@ -80,7 +81,7 @@ writeSection(
 |---|---|---|---|---|
 ${rows}
 
-"commit": every waiting answer is released by a 1 ms timer. "log commit": each request appends a 200-byte record to Sextant's write-ahead log (src/ingest/wal.ts: group commit, back to back, write and fdatasync in a worker thread, segments zero-filled ahead) and answers once it is on disk; "log append, no wait" appends the same way and answers at once, before the record's fsync. The batch rows read the body, inflate it (libdeflate) and JSON.parse it, then answer at once or once the inflated batch is on disk through the same log. None of these rows validates, enriches or stores anything: they are the floor under the ingest bench's web row, whose target is 0.6x of the first row with p99 at most 3 ms, and its batch row, whose target is 4x with p99 under 25 ms.`,
+"commit": every waiting answer is released by a 1 ms timer. "log commit": each request appends a 200-byte record to Sextant's write-ahead log (src/ingest/wal.ts: group commit, back to back, write and fdatasync in a worker thread, segments zero-filled ahead) and answers once it is on disk; "log append, no wait" appends the same way and answers at once, before the record's fsync; "synchronous fdatasync" writes the body to a file and fdatasyncs it on the event loop itself, once per turn of the loop for all the requests waiting (no thread, no framing: the least a durable commit can cost from JavaScript, and not what Sextant does, since a stalled disk would then stall every request). The batch rows read the body, inflate it (libdeflate) and JSON.parse it, then answer at once or once the inflated batch is on disk through the same log. None of these rows validates, enriches or stores anything: they are the floor under the ingest bench's web row, whose target is 0.6x of the first row with p99 at most 3 ms, and its batch row, whose target is 4x with p99 under 25 ms.`,
 );
 console.log(rows);
 rmSync(dir, { recursive: true, force: true });
