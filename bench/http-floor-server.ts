@@ -25,11 +25,6 @@ const usesLog = variant.includes("log ");
 const walDir = usesLog ? mkdtempSync(join(tmpdir(), "sextant-floor-wal-")) : "";
 const wal = usesLog ? Wal.open(walDir, createLogger("silent")) : null;
 wal?.replay(() => {});
-process.on("SIGTERM", () => {
-  if (walDir) rmSync(walDir, { recursive: true, force: true });
-  if (syncDir) rmSync(syncDir, { recursive: true, force: true });
-  process.exit(0);
-});
 // The least a durable commit can cost from JavaScript: no thread, no framing, no checksum:
 // the waiting records written and fdatasynced on the event loop itself, once per turn of
 // the loop (a stalled disk would stall every request, which is why Sextant's log does not
@@ -48,6 +43,16 @@ const syncAppend = (bytes: Uint8Array) =>
   new Promise<void>((done) => {
     if (syncWaiting.push({ bytes, done }) === 1) setImmediate(syncCommit);
   });
+process.on("SIGTERM", () => {
+  if (walDir) rmSync(walDir, { recursive: true, force: true });
+  if (syncDir) rmSync(syncDir, { recursive: true, force: true });
+  process.exit(0);
+});
+/** A batch's body inflated and parsed as ingest does; its events counted. */
+async function readBatch(req: Request): Promise<{ json: Uint8Array; n: number }> {
+  const json = Bun.gunzipSync(new Uint8Array(await req.arrayBuffer()), { library: "libdeflate" });
+  return { json, n: (JSON.parse(dec.decode(json)) as { events: unknown[] }).events.length };
+}
 const cors = { "access-control-allow-origin": "https://example.com", vary: "Origin" };
 const handlers: Record<string, (req: Request) => Response | Promise<Response>> = {
   bare: () => new Response(null, { status: 202 }),
@@ -95,14 +100,9 @@ const handlers: Record<string, (req: Request) => Response | Promise<Response>> =
   },
   // A batch of 100 app events: read, inflated and parsed as ingest does, then answered
   // with the answer's JSON, at once or once its (uncompressed) record is on disk.
-  "batch: body + gunzip + JSON.parse + JSON answer": async (req) => {
-    const json = Bun.gunzipSync(new Uint8Array(await req.arrayBuffer()), { library: "libdeflate" });
-    const n = (JSON.parse(dec.decode(json)) as { events: unknown[] }).events.length;
-    return Response.json({ accepted: n, dropped: {} });
-  },
+  "batch: body + gunzip + JSON.parse + JSON answer": async (req) => Response.json({ accepted: (await readBatch(req)).n, dropped: {} }),
   "batch: body + gunzip + JSON.parse + log commit + JSON answer": async (req) => {
-    const json = Bun.gunzipSync(new Uint8Array(await req.arrayBuffer()), { library: "libdeflate" });
-    const n = (JSON.parse(dec.decode(json)) as { events: unknown[] }).events.length;
+    const { json, n } = await readBatch(req);
     await wal!.append(1, json);
     return Response.json({ accepted: n, dropped: {} });
   },
