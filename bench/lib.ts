@@ -70,14 +70,8 @@ export function writeSection(name: string, body: string) {
 
 export const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 
-/**
- * Gzip batches of 100 app events, one per device, each with the device's own session id,
- * as an SDK sends them, written to `file` with a manifest of offsets (`file`.idx) that
- * bench/wrk/batch.lua reads. (Until 2026-11-22 every batch carried one fixed session id, as
- * if 50,000 devices shared a session: the worst case for partitions sorted by session, and
- * not what SDKs send.)
- */
-export function writeBatchFile(file: string, devices: number, now = Date.now()): void {
+/** One gzip batch of 100 events per device (its own session id), as an SDK sends them. */
+export function batchBodies(devices: number, now = Date.now()): Uint8Array[] {
   const bodies: Uint8Array[] = [];
   for (let d = 0; d < devices; d++) {
     bodies.push(
@@ -95,6 +89,18 @@ export function writeBatchFile(file: string, devices: number, now = Date.now()):
       ),
     );
   }
+  return bodies;
+}
+
+/**
+ * Gzip batches of 100 app events, one per device, each with the device's own session id,
+ * as an SDK sends them, written to `file` with a manifest of offsets (`file`.idx) that
+ * bench/wrk/batch.lua reads. (Until 2026-11-22 every batch carried one fixed session id, as
+ * if 50,000 devices shared a session: the worst case for partitions sorted by session, and
+ * not what SDKs send.)
+ */
+export function writeBatchFile(file: string, devices: number, now = Date.now()): void {
+  const bodies = batchBodies(devices, now);
   writeFileSync(file, Buffer.concat(bodies));
   let offset = 0;
   writeFileSync(`${file}.idx`, bodies.map((b) => `${offset} ${((offset += b.length), b.length)}`).join("\n") + "\n");

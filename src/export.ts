@@ -6,7 +6,7 @@
 // properties (one JSON object per event: text and number properties). There is no visitor
 // column and nothing that identifies a device or person.
 
-import { createWriteStream, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Db } from "./domain/db.ts";
 import type { Logger } from "./log.ts";
@@ -59,7 +59,13 @@ async function exportJob(d: ExportDeps, job: JobRow) {
   const rows = format === "csv" ? await writeCsv(file, chunks) : writeParquet(file, chunks);
   const now = d.now();
   const expires = now + EXPORT_TTL_MS;
-  d.db.query("INSERT INTO exports (token_hash, job_id, file, format, expires_at) VALUES (?, ?, ?, ?, ?)").run(sha256(token), job.id, file, format, expires);
+  try {
+    d.db.query("INSERT INTO exports (token_hash, job_id, file, format, expires_at) VALUES (?, ?, ?, ?, ?)").run(sha256(token), job.id, file, format, expires);
+  } catch (e) {
+    // The job's org or app was purged while the file was written: the file goes too.
+    rmSync(file, { force: true });
+    throw e;
+  }
   return {
     url: `${d.publicUrl}/exports/${token}`,
     format,
@@ -162,11 +168,21 @@ export function resolveDownload(db: Db, token: string, now: number): { file: str
   // The router hands null for a path segment it cannot decode (%ED%A0%80, a lone surrogate);
   // hashing null threw, answered 500. Found by tests/reliability/fuzz.test.ts.
   if (typeof token !== "string") return "unknown";
+  // The link works only while its org and app do: a deleted one (even within the app's
+  // undo window, or before the org's purge has run) has no downloads.
   const r = db
-    .query<{ file: string; format: ExportFormat; expires_at: number }, [string]>("SELECT file, format, expires_at FROM exports WHERE token_hash = ?")
+    .query<{ file: string; format: ExportFormat; expires_at: number }, [string]>(
+      `SELECT e.file, e.format, e.expires_at FROM exports e
+         JOIN jobs j ON j.id = e.job_id
+         JOIN orgs o ON o.id = j.org_id AND o.deleted_at IS NULL
+         JOIN apps a ON a.id = j.app_id AND a.deleted_at IS NULL AND a.org_id = o.id
+       WHERE e.token_hash = ?`,
+    )
     .get(sha256(token));
   if (!r) return "unknown";
   if (r.expires_at <= now) return "expired";
+  // Removed by hand, or by a purge racing this request: no such export, not a 500.
+  if (!existsSync(r.file)) return "unknown";
   return { file: r.file, format: r.format };
 }
 

@@ -12,8 +12,39 @@ export interface MailMessage {
   link: string;
 }
 
+/**
+ * Why a message was not handed over. `refused`: the mail server permanently refused the
+ * recipient (an SMTP 5xx answer to RCPT TO): the address is wrong, retrying cannot help.
+ * Anything else (a 4xx, a refused or timed-out connection, a 5xx at another step such as
+ * authentication) is `transient` for the caller: the mail server's problem, retry later.
+ */
+export class MailError extends Error {
+  constructor(
+    readonly kind: "refused" | "transient",
+    /** The SMTP reply code, when the server gave one. */
+    readonly smtpCode: number | null,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Classifies what nodemailer rejected with (fields: code, command, responseCode). */
+export function classifyMailFailure(err: unknown): MailError {
+  if (err instanceof MailError) return err;
+  const e = (err ?? {}) as { command?: unknown; responseCode?: unknown; code?: unknown };
+  const code = typeof e.responseCode === "number" ? e.responseCode : null;
+  const refused = e.command === "RCPT TO" && code !== null && code >= 500 && code < 600;
+  // The message names the failure, never the server's reply text (it may quote the address).
+  const what = `${typeof e.code === "string" ? e.code : "mail error"}${code !== null ? ` ${code}` : ""}${typeof e.command === "string" ? ` at ${e.command}` : ""}`;
+  return new MailError(refused ? "refused" : "transient", code, what);
+}
+
 export interface Mailer {
-  /** Resolves once the mail server has accepted the message; rejects if it could not be handed over. */
+  /**
+   * Resolves once the mail server has accepted the message; rejects with a MailError if it
+   * could not be handed over.
+   */
   send(msg: MailMessage): Promise<void>;
   readonly configured: boolean;
   close(): void;
@@ -50,7 +81,11 @@ export function createMailer(smtpUrl: string | null, from: string, log: Logger):
   return {
     configured: true,
     async send(msg) {
-      await transport.sendMail({ from, to: msg.to, subject: msg.subject, text: msg.text });
+      try {
+        await transport.sendMail({ from, to: msg.to, subject: msg.subject, text: msg.text });
+      } catch (e) {
+        throw classifyMailFailure(e);
+      }
     },
     close() {
       transport.close();

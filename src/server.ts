@@ -8,6 +8,7 @@ import { buildApi, buildIngest } from "./app.ts";
 import type { Services } from "./http/context.ts";
 import { errorResponse } from "./http/errors.ts";
 import { addressFrom, rememberAddress } from "./http/client.ts";
+import { nosniff, withNosniff } from "./http/security-headers.ts";
 import { ingestHandlers, type IngestHandlers } from "./http/ingest.ts";
 import { createMailer } from "./mail.ts";
 import { SignIn } from "./domain/signin.ts";
@@ -16,6 +17,7 @@ import { randomToken } from "./util/secrets.ts";
 import { Scheduler } from "./scheduler/scheduler.ts";
 import { scheduleProblems, standardJobs } from "./scheduler/jobs.ts";
 import { openStorage } from "./storage.ts";
+import { dropTenantData } from "./tenant-purge.ts";
 import { recoverJobs } from "./domain/jobs.ts";
 import { purgeExpiredExports, runExportJobs } from "./export.ts";
 import { stripeProvider } from "./domain/stripe.ts";
@@ -77,9 +79,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     const t0 = performance.now();
     const res = await run();
     log.request(req.method, route, res.status, performance.now() - t0);
-    return res;
+    return nosniff(res);
   };
-  const notReady = () => new Response(null, { status: 503, headers: { "retry-after": "1" } });
+  const notReady = () => new Response(null, { status: 503, headers: { "retry-after": "1", "x-content-type-options": "nosniff" } });
   const nativeRoutes = {
     "/v1/batch": {
       POST: (req: Request, server: Server<undefined>) =>
@@ -108,24 +110,24 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // Bind first: with port 0 the public URL can only name the real port afterwards, and
   // everything built below (mail links, the same-origin check) must see the final value.
   // No request is handled before the apps exist: this all runs in one synchronous turn.
-  let handleMain: (req: Request) => Response | Promise<Response> = () => new Response(null, { status: 503 });
+  let handleMain: (req: Request) => Response | Promise<Response> = () => new Response(null, { status: 503, headers: { "retry-after": "1" } });
   let handleIngest: (req: Request) => Response | Promise<Response> = handleMain;
   const main = listen((req, server) => {
     rememberAddress(req, server.requestIP(req)?.address);
-    return handleMain(req);
+    return withNosniff(handleMain(req));
   }, config.port);
   const ingestListener =
     config.ingestPort === null
       ? undefined
       : listen((req, server) => {
           rememberAddress(req, server.requestIP(req)?.address);
-          return handleIngest(req);
+          return withNosniff(handleIngest(req));
         }, config.ingestPort);
   if (config.publicUrl.endsWith("://localhost:0")) config.publicUrl = `http://localhost:${main.port}`;
 
   const mailer = createMailer(config.smtpUrl, config.smtpFrom, log);
   const cookieSecret = config.cookieSecret ?? getOrCreateSetting(db, "cookie_secret", () => randomToken(32));
-  const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now });
+  const signIn = new SignIn({ db, mailer, publicUrl: config.publicUrl, signup: config.signup, now, log });
   const scheduler = new Scheduler(log, now, opts.autoSchedule ?? true);
   const recovered = recoverJobs(db, now());
   if (recovered.resumed || recovered.failed) log.info("jobs interrupted by the last stop", recovered);
@@ -153,10 +155,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await exporting;
     },
     purgeExports: (t) => purgeExpiredExports(db, t),
-    dropAppData: (ids) => {
-      store.dropApps(ids);
-      for (const id of ids) ingest.dropApp(id);
-    },
+    dropAppData: (purged) => dropTenantData({ db, log, store, ingest, checkpoint: () => storage.checkpoint() }, purged),
     billingSweep: () => billing.sweep(),
   })) {
     const pattern = config.jobSchedule[job.name];

@@ -13,6 +13,7 @@ import { Billing, type PaymentProvider } from "./domain/billing.ts";
 import type { Logger } from "./log.ts";
 import { Ingest } from "./ingest/ingest.ts";
 import { EventStore } from "./store/store.ts";
+import { sweepOrphans } from "./tenant-purge.ts";
 import { checkpoint, checkpointGen, checkpointSeq, loadCheckpoint, type CheckpointDeps } from "./checkpoint.ts";
 
 export interface Storage extends CheckpointDeps {
@@ -66,7 +67,8 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
     const opened = store.open(checkpointGen(db));
     const stateDir = stateDirOf(config.dataDir);
     loadCheckpoint({ db, log, ingest, store, stateDir });
-    const replayed = ingest.replay(seq);
+    const { maxApp, ...replayed } = ingest.replay(seq);
+    sweepOrphans({ db, log, store, ingest }, { exportsDir: join(config.dataDir, "exports"), maxAppInLog: maxApp });
     log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
     const deps = { db, log, ingest, store, stateDir };
     let closed = false;

@@ -79,6 +79,19 @@ export async function makeDurable(db: Db, sync: (db: Db) => Promise<void> = sync
   }
 }
 
+/**
+ * Raises a table's AUTOINCREMENT sequence to at least `atLeast`: ids found outside the
+ * metadata store (partition directories, log records, answer runs) are never given again.
+ */
+export function reserveIds(db: Db, table: "orgs" | "apps" | "jobs", atLeast: number): void {
+  if (!(atLeast > 0)) return;
+  db.transaction(() => {
+    const r = db.query<{ seq: number }, [string]>("SELECT seq FROM sqlite_sequence WHERE name = ?").get(table);
+    if (!r) db.query("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)").run(table, atLeast);
+    else if (r.seq < atLeast) db.query("UPDATE sqlite_sequence SET seq = ? WHERE name = ?").run(atLeast, table);
+  })();
+}
+
 /** Applies each migration newer than PRAGMA user_version in its own transaction. */
 export function migrate(db: Db, migrations: Migration[]): number {
   const current = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
@@ -91,11 +104,22 @@ export function migrate(db: Db, migrations: Migration[]): number {
   let applied = 0;
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (m.version <= current) continue;
-    db.transaction(() => {
-      db.exec(m.sql);
-      // user_version cannot be bound as a parameter; the value is our own integer.
-      db.exec(`PRAGMA user_version = ${Math.trunc(m.version)}`);
-    })();
+    // PRAGMA foreign_keys is a no-op inside a transaction: set it around it.
+    const fk = (db.query("PRAGMA foreign_keys").get() as { foreign_keys: number }).foreign_keys;
+    if (m.rebuildsTables) db.exec("PRAGMA foreign_keys = OFF");
+    try {
+      db.transaction(() => {
+        db.exec(m.sql);
+        if (m.rebuildsTables) {
+          const broken = db.query("PRAGMA foreign_key_check").all();
+          if (broken.length) throw new Error(`migration ${m.version} (${m.name}) left ${broken.length} broken references`);
+        }
+        // user_version cannot be bound as a parameter; the value is our own integer.
+        db.exec(`PRAGMA user_version = ${Math.trunc(m.version)}`);
+      })();
+    } finally {
+      if (m.rebuildsTables) db.exec(`PRAGMA foreign_keys = ${fk ? "ON" : "OFF"}`);
+    }
     applied++;
   }
   return applied;

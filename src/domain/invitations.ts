@@ -1,13 +1,16 @@
 // Invitations by mail. A link token (256 bits, stored hashed) valid 7 days; inviting the
 // same address again replaces the earlier invitation (its link dies); withdrawing kills the
-// link; accepting needs the signed-in address to equal the invited one, else "not found".
+// link; accepting needs the signed-in address to equal the invited one, else "not found",
+// and the inviter to still be an admin or owner of the org (an owner for an owner's seat).
+// Sending is limited per org, per inviting user and per invited address (INVITATION_LIMITS),
+// and the mail says plainly who invited whom to what (invitationMail).
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
 import { DomainError, forbidden, invalid, notFound } from "./errors.ts";
 import { atLeast, type Actor, type Role } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
-import { DAY, iso } from "./time.ts";
+import { DAY, HOUR, iso } from "./time.ts";
 import { findUserByEmail, getUser, normalizeEmail } from "./users.ts";
 
 export const INVITATION_TTL_MS = 7 * DAY;
@@ -20,9 +23,119 @@ interface InvitationRow {
   expires_at: number;
 }
 
+/**
+ * How many invitations may be sent through the API, counted in memory over a sliding
+ * window (a restart forgets them): per org (spam from one tenant), per inviting user (one
+ * person across all their orgs) and per invited address (one recipient, whoever invites).
+ */
+export const INVITATION_LIMITS = {
+  perOrg: { max: 50, windowMs: DAY, label: "50 a day per org" },
+  perInviter: { max: 20, windowMs: HOUR, label: "20 an hour per inviting person" },
+  perAddress: { max: 5, windowMs: DAY, label: "5 a day per invited address" },
+} as const;
+
+/** Timestamps of the last `max` hits per key; an old key is dropped once its window passed. */
+class SlidingWindow {
+  private hits = new Map<string, number[]>();
+  constructor(
+    readonly max: number,
+    readonly windowMs: number,
+  ) {}
+
+  /** Seconds until one more is allowed (0: allowed now). */
+  wait(key: string, now: number): number {
+    const h = this.live(key, now);
+    if (!h || h.length < this.max) return 0;
+    return Math.max(1, Math.ceil((h[0]! + this.windowMs - now) / 1000));
+  }
+
+  add(key: string, now: number): void {
+    const h = this.live(key, now) ?? [];
+    h.push(now);
+    if (h.length > this.max) h.shift();
+    this.hits.set(key, h);
+    if (this.hits.size > 10_000) for (const k of [...this.hits.keys()]) this.live(k, now);
+  }
+
+  private live(key: string, now: number): number[] | undefined {
+    const h = this.hits.get(key);
+    if (!h) return undefined;
+    while (h.length && h[0]! <= now - this.windowMs) h.shift();
+    if (h.length) return h;
+    this.hits.delete(key);
+    return undefined;
+  }
+}
+
+/** The three invitation limits; the address is kept only as its hash. */
+export class InvitationLimits {
+  private org = new SlidingWindow(INVITATION_LIMITS.perOrg.max, INVITATION_LIMITS.perOrg.windowMs);
+  private inviter = new SlidingWindow(INVITATION_LIMITS.perInviter.max, INVITATION_LIMITS.perInviter.windowMs);
+  private address = new SlidingWindow(INVITATION_LIMITS.perAddress.max, INVITATION_LIMITS.perAddress.windowMs);
+
+  /** Throws `rate_limited` (with the seconds to wait) when any limit is used up. */
+  check(orgId: number, userId: number, email: string, now: number): void {
+    const waits: [number, string][] = [
+      [this.org.wait(String(orgId), now), INVITATION_LIMITS.perOrg.label],
+      [this.inviter.wait(String(userId), now), INVITATION_LIMITS.perInviter.label],
+      [this.address.wait(sha256(email), now), INVITATION_LIMITS.perAddress.label],
+    ];
+    const over = waits.filter(([w]) => w > 0);
+    if (!over.length) return;
+    const wait = Math.max(...over.map(([w]) => w));
+    throw new DomainError(
+      "rate_limited",
+      "rate_limited",
+      `Too many invitations (${over.map(([, l]) => l).join("; ")}); try again in ${wait} s.`,
+      wait,
+    );
+  }
+
+  record(orgId: number, userId: number, email: string, now: number): void {
+    this.org.add(String(orgId), now);
+    this.inviter.add(String(userId), now);
+    this.address.add(sha256(email), now);
+  }
+}
+
+/**
+ * An org name as the plain-text mail shows it: on one line, without invisible or
+ * direction-changing characters, and with its dots, "://" and "@" bracketed ("evil[.]com")
+ * so that no mail client can turn a name into a link or an address.
+ */
+export function mailSafeName(name: string): string {
+  return name
+    .replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g, "")
+    .replace(/\s+/g, " ")
+    .replace(/:\/\//g, "[:]//")
+    .replace(/\.(?=\S)/g, "[.]")
+    .replace(/@/g, "[at]")
+    .trim();
+}
+
+/** The invitation mail: the subject never carries the org's name; the text says who invited whom to what. */
+export function invitationMail(m: { inviter: string | null; email: string; orgName: string; role: Role; expiresAt: number; link: string }) {
+  const who = m.inviter ?? "An administrator";
+  return {
+    subject: "You are invited to join an org on Sextant",
+    text:
+      `${who} invited ${m.email} to join an org on Sextant, the analytics service.\n\n` +
+      `Org name (as its owners typed it): "${mailSafeName(m.orgName)}"\n` +
+      `Role: ${m.role}\n` +
+      `Expires: ${new Date(m.expiresAt).toUTCString()}\n\n` +
+      `To accept, sign in to Sextant as ${m.email}, then open this link:\n\n${m.link}\n\n` +
+      `If you did not expect this invitation, ignore this mail: nothing happens unless you accept it.\n`,
+  };
+}
+
 const view = (r: InvitationRow) => ({ id: r.id, email: r.email, role: r.role, expires_at: iso(r.expires_at) });
 
-export function createInvitation(db: Db, actor: Actor, orgId: number, rawEmail: string, role: Role, now: number) {
+/**
+ * Creates (or replaces) an invitation. With `limits` (the API's), the invitation counts
+ * against them and is refused with `rate_limited` past one; checked after the request is
+ * found valid, so a refused request costs nothing.
+ */
+export function createInvitation(db: Db, actor: Actor, orgId: number, rawEmail: string, role: Role, now: number, limits?: InvitationLimits) {
   const { role: mine, org } = requireOrg(db, actor, orgId, "admin");
   if (role === "owner" && mine !== "owner") throw forbidden("Only an owner can invite an owner.");
   const email = normalizeEmail(rawEmail);
@@ -31,15 +144,19 @@ export function createInvitation(db: Db, actor: Actor, orgId: number, rawEmail: 
   if (existing && db.query("SELECT 1 FROM members WHERE org_id = ? AND user_id = ?").get(orgId, existing.id)) {
     throw new DomainError("conflict", "already_member", "That address already belongs to a member of this org.");
   }
+  const inviterId = actor.kind === "user" ? actor.userId : null;
+  if (limits && inviterId !== null) limits.check(orgId, inviterId, email, now);
   const token = randomToken(32);
   const row: InvitationRow = { id: randomToken(12, "inv_"), org_id: orgId, email, role, expires_at: now + INVITATION_TTL_MS };
   db.transaction(() => {
     db.query("UPDATE invitations SET state = 'replaced' WHERE org_id = ? AND email = ? AND state = 'pending'").run(orgId, email);
     db.query(
       "INSERT INTO invitations (id, org_id, email, role, token_hash, invited_by, created_at, expires_at, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
-    ).run(row.id, orgId, email, role, sha256(token), actor.kind === "user" ? actor.userId : null, now, row.expires_at);
+    ).run(row.id, orgId, email, role, sha256(token), inviterId, now, row.expires_at);
   })();
-  return { invitation: view(row), token, orgName: org.name };
+  if (limits && inviterId !== null) limits.record(orgId, inviterId, email, now);
+  const inviterEmail = inviterId === null ? null : (getUser(db, inviterId)?.email ?? null);
+  return { invitation: view(row), token, orgName: org.name, inviterEmail, expiresAt: row.expires_at };
 }
 
 export function listInvitations(db: Db, actor: Actor, orgId: number, now: number) {
@@ -60,11 +177,24 @@ export function withdrawInvitation(db: Db, actor: Actor, orgId: number, id: stri
   if (r.changes === 0) throw notFound("invitation");
 }
 
+/**
+ * Withdraws the pending invitations `userId` sent in an org (when they are removed from it
+ * or demoted below admin: what they can no longer do, their links must not do either).
+ */
+export function withdrawInvitationsSentBy(db: Db, orgId: number, userId: number): number {
+  return db.query("UPDATE invitations SET state = 'withdrawn' WHERE org_id = ? AND invited_by = ? AND state = 'pending'").run(orgId, userId).changes;
+}
+
+// A pending invitation counts only while its inviter may still invite to that role (an
+// admin or owner of the org; an owner for an owner's seat): the acceptance re-checks it.
 function pendingByToken(db: Db, token: string, now: number) {
   return db
     .query<InvitationRow & { org_name: string }, [string, number]>(
       `SELECT i.*, o.name AS org_name FROM invitations i JOIN orgs o ON o.id = i.org_id
-       WHERE i.token_hash = ? AND i.state = 'pending' AND i.expires_at > ? AND o.deleted_at IS NULL`,
+       WHERE i.token_hash = ? AND i.state = 'pending' AND i.expires_at > ? AND o.deleted_at IS NULL
+         AND (i.invited_by IS NULL OR EXISTS (
+           SELECT 1 FROM members m WHERE m.org_id = i.org_id AND m.user_id = i.invited_by
+             AND (m.role = 'owner' OR (m.role = 'admin' AND i.role <> 'owner'))))`,
     )
     .get(sha256(token), now);
 }

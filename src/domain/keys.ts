@@ -3,12 +3,16 @@
 
 import type { Db } from "./db.ts";
 import { requireApp, type AppRow } from "./access.ts";
-import { notFound } from "./errors.ts";
+import { conflict, notFound } from "./errors.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken } from "../util/secrets.ts";
 import { iso, isoOrNull } from "./time.ts";
 import { appsChanged } from "./changes.ts";
 
+/**
+ * Active (unrevoked) keys an app may hold at once: enough for overlapping rotations across
+ * app versions still in use; a 21st is refused (409 too_many_keys) until one is revoked.
+ */
 export const MAX_ACTIVE_KEYS = 20;
 
 export function newKey(db: Db, app: Pick<AppRow, "id" | "kind">, now: number): string {
@@ -29,6 +33,11 @@ export function listKeys(db: Db, actor: Actor, appId: number) {
 
 export function addKey(db: Db, actor: Actor, appId: number, now: number): { key: string } {
   const { app } = requireApp(db, actor, appId, "admin");
+  // Counted and inserted in one synchronous step: two requests cannot both take the last place.
+  const active = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM app_keys WHERE app_id = ? AND revoked_at IS NULL").get(appId)!.n;
+  if (active >= MAX_ACTIVE_KEYS) {
+    throw conflict("too_many_keys", `This app already has ${MAX_ACTIVE_KEYS} active keys, the most it may hold; revoke one (DELETE /apps/${appId}/keys/{key}) before adding another.`);
+  }
   return { key: newKey(db, app, now) };
 }
 

@@ -1,11 +1,21 @@
 // Members and roles. Rules (spec, Authentication 4): admins change roles of admins,
 // members and viewers; owners also of owners; the last owner can be neither removed nor
-// demoted; anyone may remove themselves, except the last owner.
+// demoted; anyone may remove themselves, except the last owner. Someone removed, or demoted
+// below admin, loses what they left behind as an admin in that org: their pending
+// invitations are withdrawn and the API tokens they created revoked, in the same transaction.
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
 import { conflict, forbidden, notFound } from "./errors.ts";
-import type { Actor, Role } from "./roles.ts";
+import { atLeast, type Actor, type Role } from "./roles.ts";
+import { withdrawInvitationsSentBy } from "./invitations.ts";
+import { revokeTokensCreatedBy } from "./tokens.ts";
+
+/** What someone who can no longer administer an org leaves behind there stops working. */
+function dropAdminLegacy(db: Db, orgId: number, userId: number, now: number): void {
+  withdrawInvitationsSentBy(db, orgId, userId);
+  revokeTokensCreatedBy(db, orgId, userId, now);
+}
 
 export function listMembers(db: Db, actor: Actor, orgId: number) {
   requireOrg(db, actor, orgId, "viewer");
@@ -24,7 +34,7 @@ function ownerCount(db: Db, orgId: number): number {
   return db.query<{ n: number }, [number]>("SELECT count(*) AS n FROM members WHERE org_id = ? AND role = 'owner'").get(orgId)!.n;
 }
 
-export function changeRole(db: Db, actor: Actor, orgId: number, userId: number, role: Role) {
+export function changeRole(db: Db, actor: Actor, orgId: number, userId: number, role: Role, now: number) {
   const { role: mine } = requireOrg(db, actor, orgId, "admin");
   const theirs = memberRole(db, orgId, userId);
   if (!theirs) throw notFound("member");
@@ -34,12 +44,15 @@ export function changeRole(db: Db, actor: Actor, orgId: number, userId: number, 
   if (theirs === "owner" && role !== "owner" && ownerCount(db, orgId) === 1) {
     throw conflict("last_owner", "The last owner cannot be demoted; make someone else an owner first.");
   }
-  db.query("UPDATE members SET role = ? WHERE org_id = ? AND user_id = ?").run(role, orgId, userId);
+  db.transaction(() => {
+    db.query("UPDATE members SET role = ? WHERE org_id = ? AND user_id = ?").run(role, orgId, userId);
+    if (!atLeast(role, "admin")) dropAdminLegacy(db, orgId, userId, now);
+  })();
   const m = listMembers(db, actor, orgId).find((x) => x.user_id === userId)!;
   return m;
 }
 
-export function removeMember(db: Db, actor: Actor, orgId: number, userId: number): void {
+export function removeMember(db: Db, actor: Actor, orgId: number, userId: number, now: number): void {
   const self = actor.kind === "user" && actor.userId === userId;
   const { role: mine } = requireOrg(db, actor, orgId, self ? "viewer" : "admin");
   const theirs = memberRole(db, orgId, userId);
@@ -48,5 +61,8 @@ export function removeMember(db: Db, actor: Actor, orgId: number, userId: number
   if (theirs === "owner" && ownerCount(db, orgId) === 1) {
     throw conflict("last_owner", "The last owner cannot be removed; make someone else an owner first, or delete the org.");
   }
-  db.query("DELETE FROM members WHERE org_id = ? AND user_id = ?").run(orgId, userId);
+  db.transaction(() => {
+    db.query("DELETE FROM members WHERE org_id = ? AND user_id = ?").run(orgId, userId);
+    dropAdminLegacy(db, orgId, userId, now);
+  })();
 }

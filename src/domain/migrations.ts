@@ -6,6 +6,33 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * Rebuilds tables that others reference: run with foreign keys off (a DROP TABLE would
+   * otherwise cascade into every child row), checked with foreign_key_check before commit.
+   */
+  rebuildsTables?: boolean;
+}
+
+/**
+ * Rebuilds a table with the same columns under AUTOINCREMENT (SQLite's procedure: new
+ * table, copy, drop, rename), so that an id, once given, is never given again.
+ */
+function autoincrement(table: string, columns: string, indexes: string[]): string {
+  return `
+      CREATE TABLE ${table}__new (${columns});
+      INSERT INTO ${table}__new SELECT * FROM ${table};
+      DROP TABLE ${table};
+      ALTER TABLE ${table}__new RENAME TO ${table};
+      ${indexes.map((i) => i + ";").join("\n")}`;
+}
+
+/** Raises the table's sequence to at least the largest of these expressions (ids seen elsewhere). */
+function seedSequence(table: string, seen: string[]): string {
+  const max = `max(${["0", ...seen.map((q) => `coalesce((${q}), 0)`), `coalesce((SELECT max(seq) FROM sqlite_sequence WHERE name = '${table}'), 0)`].join(", ")})`;
+  return `
+      INSERT INTO sqlite_sequence (name, seq) SELECT '${table}__seed', ${max};
+      DELETE FROM sqlite_sequence WHERE name = '${table}';
+      UPDATE sqlite_sequence SET name = '${table}' WHERE name = '${table}__seed';`;
 }
 
 export const MIGRATIONS: Migration[] = [
@@ -221,6 +248,98 @@ export const MIGRATIONS: Migration[] = [
         received_at  INTEGER NOT NULL
       );
       CREATE INDEX billing_events_by_time ON billing_events(received_at);
+    `,
+  },
+  {
+    version: 7,
+    name: "ids never given twice",
+    rebuildsTables: true,
+    // Until now a purged org's or app's id went to the next one created (INTEGER PRIMARY
+    // KEY reuses the highest id once it is deleted), and rows, log records and files still
+    // keyed by it reached the newcomer. The sequences start above every id that any kept
+    // row names; storage.ts raises them further from the ids found on disk.
+    sql: `
+      ${autoincrement(
+        "orgs",
+        `id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        name        TEXT NOT NULL,
+        plan        TEXT NOT NULL DEFAULT 'free',
+        created_at  INTEGER NOT NULL,
+        deleted_at  INTEGER`,
+        [],
+      )}
+      ${autoincrement(
+        "apps",
+        `id                     INTEGER PRIMARY KEY AUTOINCREMENT CHECK (id BETWEEN 1 AND 2147483647),
+        org_id                 INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+        kind                   TEXT NOT NULL CHECK (kind IN ('app','web')),
+        name                   TEXT NOT NULL,
+        origins                TEXT NOT NULL DEFAULT '[]',
+        paused                 INTEGER NOT NULL DEFAULT 0,
+        forwarding_secret_hash BLOB,
+        created_at             INTEGER NOT NULL,
+        deleted_at             INTEGER`,
+        ["CREATE INDEX apps_by_org ON apps(org_id)"],
+      )}
+      ${autoincrement(
+        "jobs",
+        `id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        org_id      INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+        app_id      INTEGER,
+        kind        TEXT NOT NULL,
+        state       TEXT NOT NULL CHECK (state IN ('pending','running','done','failed')),
+        params      TEXT NOT NULL DEFAULT '{}',
+        result      TEXT,
+        error       TEXT,
+        created_at  INTEGER NOT NULL,
+        started_at  INTEGER,
+        finished_at INTEGER`,
+        ["CREATE INDEX jobs_by_state ON jobs(state)", "CREATE INDEX jobs_by_app ON jobs(app_id)"],
+      )}
+      ${autoincrement(
+        "api_tokens",
+        `id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        org_id      INTEGER NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
+        name        TEXT NOT NULL,
+        token_hash  TEXT NOT NULL UNIQUE,
+        created_by  INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        created_at  INTEGER NOT NULL,
+        revoked_at  INTEGER`,
+        ["CREATE INDEX api_tokens_by_org ON api_tokens(org_id)"],
+      )}
+      ${autoincrement(
+        "funnels",
+        `id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        app_id          INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        name            TEXT NOT NULL,
+        steps           TEXT NOT NULL,
+        window_seconds  INTEGER NOT NULL,
+        breakdown       TEXT,
+        created_by      INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        created_at      INTEGER NOT NULL`,
+        ["CREATE INDEX funnels_by_app ON funnels(app_id)"],
+      )}
+      ${seedSequence("orgs", ["SELECT max(org) FROM quota", "SELECT max(org_id) FROM billing_events"])}
+      ${seedSequence("apps", ["SELECT max(app) FROM usage", "SELECT max(app) FROM batch_answers", "SELECT max(app_id) FROM jobs"])}
+      ${seedSequence("jobs", ["SELECT max(job_id) FROM exports"])}
+      ${seedSequence("api_tokens", [])}
+      ${seedSequence("funnels", [])}
+    `,
+  },
+  {
+    version: 8,
+    name: "what removed or demoted admins left behind",
+    // Removal from an org, or demotion below admin, now withdraws the pending invitations
+    // the person sent there and revokes the API tokens they created there (members.ts).
+    // This does the same for those removed or demoted before: a live token or a pending
+    // invitation whose creator is no longer an admin or owner of its org.
+    sql: `
+      UPDATE api_tokens SET revoked_at = CAST(strftime('%s', 'now') AS INTEGER) * 1000
+       WHERE revoked_at IS NULL AND created_by IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM members m WHERE m.org_id = api_tokens.org_id AND m.user_id = api_tokens.created_by AND m.role IN ('owner', 'admin'));
+      UPDATE invitations SET state = 'withdrawn'
+       WHERE state = 'pending' AND invited_by IS NOT NULL AND NOT EXISTS (
+         SELECT 1 FROM members m WHERE m.org_id = invitations.org_id AND m.user_id = invitations.invited_by AND m.role IN ('owner', 'admin'));
     `,
   },
 ];

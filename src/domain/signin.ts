@@ -2,10 +2,16 @@
 // Link tokens: 256 random bits, stored hashed, single use, 15 minutes. Sessions: 256
 // random bits in a cookie, stored hashed, 30 days. An address may sign in when it is a
 // user's, has a pending invitation, or sign-ups are open.
+// Limits: per (address, client) pair, so no one else's requests can keep an address's owner
+// from getting a link, and per client. Mail failures: with open sign-up the answer waits for
+// the mail server (400 address_refused, 503 mail_unavailable); with invite-only sign-up the
+// mail goes out in the background and every well-formed address gets the same 202 at the
+// same speed (no account enumeration), the failure only logged.
 
 import type { Db } from "./db.ts";
-import { DomainError } from "./errors.ts";
-import type { Mailer } from "../mail.ts";
+import { DomainError, mailFailure } from "./errors.ts";
+import { classifyMailFailure, MailError, type Mailer } from "../mail.ts";
+import type { Logger } from "../log.ts";
 import { RateLimiter } from "../util/rate-limit.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { DAY, iso, MINUTE } from "./time.ts";
@@ -20,6 +26,8 @@ export interface SignInDeps {
   publicUrl: string;
   signup: "open" | "invite";
   now: () => number;
+  /** Where invite-only mode reports a link it could not mail (the client already had its 202). */
+  log?: Logger;
 }
 
 export function canSignIn(db: Db, email: string, signup: "open" | "invite", now: number): boolean {
@@ -31,7 +39,8 @@ export function canSignIn(db: Db, email: string, signup: "open" | "invite", now:
 }
 
 export class SignIn {
-  // Per address: 5 at once, then one a minute. Per client: 20 at once, then one every 10 s.
+  // Per address and client: 5 at once, then one a minute. Per client: 20 at once, then one
+  // every 10 s. Keyed by hashes: memory holds neither a mail address nor a client address.
   private perAddress: RateLimiter;
   private perClient: RateLimiter;
 
@@ -42,13 +51,14 @@ export class SignIn {
 
   /**
    * Sends a sign-in link when the address may sign in. The answer is the same whether or
-   * not it may (no account enumeration); only malformed input, rate limits and a mail
-   * server that refuses differ.
+   * not it may (no account enumeration); only malformed input and rate limits differ, and
+   * with open sign-up (where every address may sign in, so nothing is revealed) a mail
+   * server that refuses the address (400) or fails (503).
    */
   async requestLink(rawEmail: string, clientKey: string): Promise<void> {
     const email = normalizeEmail(rawEmail);
     if (!email) throw new DomainError("invalid", "invalid_email", "That is not a valid mail address.");
-    const wait = Math.max(this.perClient.take(clientKey), this.perAddress.take(email));
+    const wait = Math.max(this.perClient.take(clientKey), this.perAddress.take(sha256(`${email}\n${clientKey}`)));
     if (wait > 0) {
       throw new DomainError("rate_limited", "rate_limited", "Too many sign-in requests; try again later.", wait);
     }
@@ -63,17 +73,31 @@ export class SignIn {
       t + LINK_TTL_MS,
     );
     const link = `${this.deps.publicUrl}/auth/verify?token=${token}`;
-    try {
-      await this.deps.mailer.send({
+    const sent = this.deps.mailer
+      .send({
         to: email,
         subject: "Your Sextant sign-in link",
         text: `Open this link to sign in to Sextant as ${email}:\n\n${link}\n\nIt works once, for 15 minutes. If you did not ask for it, ignore this mail.\n`,
         link,
+      })
+      .catch((e: unknown) => {
+        // The link was never delivered: make it unusable rather than leave it lying around.
+        db.query("DELETE FROM login_links WHERE token_hash = ?").run(sha256(token));
+        throw classifyMailFailure(e);
       });
-    } catch {
-      // The link was never delivered: make it unusable rather than leave it lying around.
-      db.query("DELETE FROM login_links WHERE token_hash = ?").run(sha256(token));
-      throw new DomainError("unavailable", "mail_unavailable", "The mail server could not take the message; try again shortly.", 60);
+    if (this.deps.signup === "invite") {
+      // Whether an address may sign in must not show in the answer or its timing.
+      sent.catch((e: unknown) => {
+        const m = e instanceof MailError ? e : classifyMailFailure(e);
+        // Never the address or the link: only what went wrong.
+        this.deps.log?.warn("sign-in link not mailed", { reason: m.kind, smtp_code: m.smtpCode, error: m.message });
+      });
+      return;
+    }
+    try {
+      await sent;
+    } catch (e) {
+      throw mailFailure(e instanceof MailError ? e.kind : "transient", email);
     }
   }
 

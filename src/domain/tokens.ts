@@ -23,14 +23,26 @@ export function createToken(db: Db, actor: Actor, orgId: number, rawName: string
   return { id, name, token, created_at: iso(now) };
 }
 
+/** Live tokens with who created each (null: created outside the API, or the user is gone). */
 export function listTokens(db: Db, actor: Actor, orgId: number) {
   requireOrg(db, actor, orgId, "admin");
   return db
-    .query<{ id: number; name: string; created_at: number }, [number]>(
-      "SELECT id, name, created_at FROM api_tokens WHERE org_id = ? AND revoked_at IS NULL ORDER BY id",
+    .query<{ id: number; name: string; created_at: number; user_id: number | null; email: string | null }, [number]>(
+      `SELECT t.id, t.name, t.created_at, u.id AS user_id, u.email FROM api_tokens t LEFT JOIN users u ON u.id = t.created_by
+       WHERE t.org_id = ? AND t.revoked_at IS NULL ORDER BY t.id`,
     )
     .all(orgId)
-    .map((r) => ({ id: r.id, name: r.name, created_at: iso(r.created_at) }));
+    .map((r) => ({
+      id: r.id,
+      name: r.name,
+      created_at: iso(r.created_at),
+      created_by: r.user_id === null ? null : { user_id: r.user_id, email: r.email! },
+    }));
+}
+
+/** Revokes the live tokens `userId` created in an org (they were removed or demoted below admin). */
+export function revokeTokensCreatedBy(db: Db, orgId: number, userId: number, now: number): number {
+  return db.query("UPDATE api_tokens SET revoked_at = ? WHERE org_id = ? AND created_by = ? AND revoked_at IS NULL").run(now, orgId, userId).changes;
 }
 
 export function revokeToken(db: Db, actor: Actor, orgId: number, tokenId: number, now: number): void {

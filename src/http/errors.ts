@@ -36,6 +36,9 @@ const KIND_STATUS: Record<ErrorKind, number> = {
   upstream: 502,
 };
 
+/** Retry-After for a 503 or 429 whose cause gave no delay of its own. */
+const DEFAULT_RETRY_AFTER_S = 30;
+
 export function domainErrorResponse(e: DomainError): Response {
   const headers: Record<string, string> = e.retryAfter ? { "retry-after": String(e.retryAfter) } : {};
   return errorResponse(KIND_STATUS[e.kind], e.code, e.message, headers);
@@ -48,9 +51,13 @@ export function errorResponse(
   headers: Record<string, string> = {},
 ): Response {
   const body: ErrorBody = { error: { code, message } };
+  // Every 503 and 429 tells the client when to come back, whoever built it.
+  const retry = (status === 503 || status === 429) && !Object.keys(headers).some((k) => k.toLowerCase() === "retry-after")
+    ? { "retry-after": String(DEFAULT_RETRY_AFTER_S) }
+    : {};
   return new Response(JSON.stringify(body), {
     status,
-    headers: { "content-type": "application/json", ...headers },
+    headers: { "content-type": "application/json", "x-content-type-options": "nosniff", ...retry, ...headers },
   });
 }
 
@@ -81,7 +88,7 @@ export function errorPlugin(log: Logger, methodsFor: (path: string) => string[])
     return res;
   });
 
-  function toResponse({ code, error, request, path }: { code: string | number; error: unknown; request: Request; path: string }): Response {
+  function toResponse({ code, error, request, path, route }: { code: string | number; error: unknown; request: Request; path: string; route?: string }): Response {
     if (error instanceof ApiError) return errorResponse(error.status, error.code, error.message, error.headers);
     if (error instanceof DomainError) return domainErrorResponse(error);
     switch (code) {
@@ -114,7 +121,8 @@ export function errorPlugin(log: Logger, methodsFor: (path: string) => string[])
           return errorResponse(status, status === 413 ? "payload_too_large" : "bad_request", "The request was not accepted.");
         }
         log.error("unhandled error", {
-          route: path,
+          // The route template, never the concrete path: a path can carry a token (/exports/:token).
+          route: route || "(unmatched)",
           error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
           stack: error instanceof Error ? error.stack?.split("\n").slice(1, 6).join(" | ") : undefined,
         });

@@ -42,16 +42,25 @@ export function ingestHandlers(svc: Services) {
   };
   const h = (req: Request, name: string) => req.headers.get(name);
   // Checked before the body is read: a refusal must cost next to nothing. One client may
-  // hold at most PER_CLIENT_IN_FLIGHT of the slots, so a few slow uploads cannot take them all.
-  const overloaded = (address: string): Response | null => {
+  // hold at most an eighth of the slots (shed.ts), so a few slow uploads cannot take them
+  // all; past that share the client is over its rate, not the service over capacity: 429
+  // rate_limited, as the spec answers a client over its rate. 503 overloaded is the
+  // service's own overload. Both carry Retry-After.
+  const overloaded = (address: string, appKey?: string | null): Response | null => {
     const why = ingest.shedder.reason(address);
     if (!why) return null;
     const wait = ingest.shedder.refuse(why);
+    if (why === "client_share") {
+      ingest.countClientShare(appKey ?? null);
+      return errorResponse(429, "rate_limited", "Too many requests from this address at once; wait for the answers, then retry after the delay.", {
+        "retry-after": String(wait),
+      });
+    }
     return errorResponse(503, "overloaded", "The server is over capacity; keep the events and retry after the delay.", { "retry-after": String(wait) });
   };
   return {
     async batch(req: Request, address: string): Promise<Response> {
-      const shed = overloaded(address);
+      const shed = overloaded(address, h(req, "x-app-key"));
       if (shed) return shed;
       ingest.shedder.enter(address);
       try {

@@ -77,7 +77,17 @@ export const InvitationInfo = t.Object({ email: t.String(), org_name: t.String()
 export const AcceptInvitation = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, named("AcceptInvitation", strict));
 export const Joined = t.Object({ org_id: Int() }, named("Joined", {}));
 export const NewToken = t.Object({ name: Name }, named("NewToken", strict));
-export const TokenView = t.Object({ id: Int(), name: t.String(), created_at: Iso() }, named("TokenView", {}));
+export const TokenView = t.Object(
+  {
+    id: Int(),
+    name: t.String(),
+    created_at: Iso(),
+    created_by: t.Nullable(t.Object({ user_id: Int(), email: t.String() }), {
+      description: "Who created the token; null when unknown (created outside the API, or the person's account is gone).",
+    }),
+  },
+  named("TokenView", {}),
+);
 export const CreatedToken = t.Object(
   { id: Int(), name: t.String(), token: t.String({ description: "The token value: shown this once only." }), created_at: Iso() },
   named("CreatedToken", {}),

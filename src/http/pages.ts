@@ -1,26 +1,50 @@
 // The pages links open (billing's return page is at the end): {public_url}/auth/verify?token=... and
 // {public_url}/invitations/accept?token=.... Sextant has no dashboard UI of its own yet;
 // these pages only turn a click into the API call (which needs X-Requested-With, so a
-// link prefetcher cannot burn the token by fetching the page).
+// link prefetcher cannot burn the token by fetching the page). Each page's one inline
+// script and style are allowed by their SHA-256 in its Content-Security-Policy (nothing
+// else runs or loads), and no site may frame a page (frame-ancestors 'none').
 
 import { Elysia } from "elysia";
 import type { Services } from "./context.ts";
 import { resolveDownload } from "../export.ts";
 import { errorResponse } from "./errors.ts";
+import { createHash } from "node:crypto";
 
-const page = (title: string, script: string) => `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>${title}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}</style>
-</head><body><h1>${title}</h1><p id="msg">Working…</p><p><button id="go" hidden>Continue</button></p>
-<script>
+const STYLE = "body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}";
+const sha = (text: string) => `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`;
+
+interface Page {
+  body: string;
+  csp: string;
+}
+
+const page = (title: string, script: string): Page => {
+  const js = `
 const token = new URLSearchParams(location.search).get("token") || "";
 const msg = document.getElementById("msg"), go = document.getElementById("go");
 const call = (path, body) => fetch(path, { method: "POST", credentials: "same-origin",
   headers: { "content-type": "application/json", "x-requested-with": "sextant" }, body: JSON.stringify(body) })
   .then(async (r) => ({ ok: r.ok, status: r.status, body: await r.json().catch(() => ({})) }));
 ${script}
-</script></body></html>`;
+`;
+  const body = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>${title}</title>
+<style>${STYLE}</style>
+</head><body><h1>${title}</h1><p id="msg">Working…</p><p><button id="go" hidden>Continue</button></p>
+<script>${js}</script></body></html>`;
+  const csp = [
+    "default-src 'none'",
+    `script-src ${sha(js)}`,
+    `style-src ${sha(STYLE)}`,
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+  return { body, csp };
+};
 
 const VERIFY = page(
   "Sign in to Sextant",
@@ -58,12 +82,15 @@ const poll = () => fetch("/api/v1/orgs/" + encodeURIComponent(org) + "/billing",
 poll();`,
 );
 
-const html = (body: string) =>
-  new Response(body, {
+const html = (p: Page) =>
+  new Response(p.body, {
     headers: {
       "content-type": "text/html; charset=utf-8",
       "cache-control": "no-store",
-      "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+      "content-security-policy": p.csp,
+      // For browsers that predate frame-ancestors.
+      "x-frame-options": "DENY",
+      "referrer-policy": "no-referrer",
     },
   });
 

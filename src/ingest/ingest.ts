@@ -4,11 +4,16 @@
 // event store and answers. Replays the log at start-up.
 //
 // Write-ahead log records:
+//   4 batch:    u32 length | JSON of the batch's kept events and its answer (wal-records.ts)
+//   5 web:      u32 length | JSON of the kept event (wal-records.ts)
+//   3 outcomes: JSON {a: app, d: day, c: counts} (requests that stored nothing)
+// Only what the drop rules keep reaches the log: never a request body, whose dropped
+// properties, query string and client session id would otherwise sit on disk until the
+// next checkpoint. Logs of earlier versions hold types 1 and 2, still replayed:
 //   1 batch:    u32 header length | header JSON | request body as received (gzip or not;
 //               empty for a paused app's batch, whose answer is all replay needs)
 //   2 web:      u32 header length | header JSON [org, app, receivedAt, visitor, session,
 //               country, browser, os_name, os_version] | request body as received
-//   3 outcomes: JSON {a: app, d: day, c: counts} (requests that stored nothing)
 
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -34,6 +39,7 @@ import { hash53, utcDay } from "../util/hash.ts";
 import { STEP_ENTRIES, yieldToLoop } from "../util/yield.ts";
 import { GzipError, inflateBatch, MAX_BATCH_BYTES } from "./gzip.ts";
 import { writeAtomic } from "../store/atomic.ts";
+import { decodeKeptBatch, decodeKeptWeb, encodeKeptBatch, encodeKeptWeb } from "./wal-records.ts";
 
 export { MAX_BATCH_BYTES };
 export const MAX_WEB_BYTES = 16 * 1024;
@@ -49,9 +55,14 @@ export const DEDUPE_KEEP_MS = 8 * 86_400_000;
  */
 export const DEDUPE_MEMORY_MS = 5 * 60_000;
 
+/** Request bodies, written by versions before 2026-11-27: replayed, no longer written. */
 const REC_BATCH = 1;
 const REC_WEB = 2;
+/** Counts of requests that stored nothing. */
 const REC_OUTCOMES = 3;
+/** The events as kept (wal-records.ts). */
+const REC_BATCH_KEPT = 4;
+const REC_WEB_KEPT = 5;
 
 /** A batch answer waiting for a checkpoint: its hash (answerHash) and its sequence among the recent answers come along. */
 interface PendingAnswer extends StoredAnswer {
@@ -150,6 +161,11 @@ export class Ingest {
   private stored = new SeenIds();
   private runs: AnswerRuns;
   private inflight = new Set<string>();
+  /** Apps and orgs purged while this process runs (dropApps). */
+  private droppedApps = new Set<number>();
+  private droppedOrgs = new Set<number>();
+  /** Apps with answers in the runs as opened at start-up. */
+  private appsInRuns = new Set<number>();
   // Per client address (spec, Limits): batches 10/s with bursts of 20, web 30/s with 60.
   private batchClients: RateLimiter;
   private webClients: RateLimiter;
@@ -175,8 +191,9 @@ export class Ingest {
     this.wal = Wal.open(d.walDir, d.log);
     // Every kept answer enters the filter (restoreState then marks it ready).
     const keepFrom = d.now() - DEDUPE_KEEP_MS;
-    this.runs = AnswerRuns.open(d.answersDir, d.log, DEDUPE_KEEP_MS, (h, at) => {
+    this.runs = AnswerRuns.open(d.answersDir, d.log, DEDUPE_KEEP_MS, (h, at, app) => {
       if (at >= keepFrom) this.stored.addHash(h, at);
+      this.appsInRuns.add(app);
     });
     // The limiters read the same clock as everything else, so tests can drive it.
     const now = d.now;
@@ -270,10 +287,14 @@ export class Ingest {
       }
       const dropped = Object.values(drops).reduce((a, b) => a + (b ?? 0), 0);
       const ans: BatchAnswer = reason ? { accepted: events.length, dropped, reason } : { accepted: events.length, dropped };
-      const header = JSON.stringify({ a: app, o: info.orgId, b: req.batchId!.toLowerCase(), t: now, v: visitor, c: country, z: req.gzip ? 1 : 0, ans });
+      // The kept events, not the body (wal-records.ts); a paused app's batch has none, and
+      // replay needs only its answer.
+      const record = encodeKeptBatch(
+        { app, org: info.orgId, batchId, at: now, visitor, debug: batch.system.is_debug, dims: events[0]?.dims ?? null, ans, drops },
+        events,
+      );
       try {
-        // A paused app's batch is logged without its body: replay reads only the answer.
-        await this.wal.appendWithHeader(REC_BATCH, header, info.paused ? EMPTY_BODY : req.body);
+        await this.wal.appendWithHeader(REC_BATCH_KEPT, record, EMPTY_BODY);
       } catch (e) {
         this.quota.release(info.orgId, events.length, now);
         throw this.unavailable(e);
@@ -438,11 +459,11 @@ export class Ingest {
       this.count(app, now, "over_quota");
       return { allowOrigin };
     }
-    // The derived values (never the address or agent) and the body: replay reruns the
-    // same pure step, which is cheaper to log than the finished event.
-    const header = JSON.stringify([info.orgId, app, now, visitor, session, country, agent.browser, agent.os_name, agent.os_version]);
+    // The event as kept (never the address, agent, page query string or dropped
+    // properties): the body itself would keep them on disk until the next checkpoint.
+    const record = encodeKeptWeb(info.orgId, now, ev);
     try {
-      await this.wal.appendWithHeader(REC_WEB, header, req.body);
+      await this.wal.appendWithHeader(REC_WEB_KEPT, record, EMPTY_BODY);
     } catch (e) {
       this.quota.release(info.orgId, 1, now);
       throw this.unavailable(e);
@@ -466,6 +487,17 @@ export class Ingest {
       // closing down: counted in memory only
       this.usage.add(app, day, outcome, n);
     }
+  }
+
+  /**
+   * A batch refused with 429 because its client held its whole share of the in-flight slots
+   * (shed.ts): counted as rate_limited for the app its key names, when that key is already
+   * in the cache (a refusal never costs a database lookup). Web events are refused before
+   * their body, which names the site, is read: not counted.
+   */
+  countClientShare(key: string | null): void {
+    const known = key ? this.keys.peek(key) : null;
+    if (known) this.count(known.appId, this.d.now(), "rate_limited");
   }
 
   private countForKey(key: string | null, outcome: Outcome, now: number) {
@@ -506,8 +538,27 @@ export class Ingest {
     }
   }
 
+  /**
+   * Whether replay must skip an app's records: it no longer exists (purged; a crash came
+   * before the checkpoint that drops the log). Its id is never given again, and nothing of
+   * it may come back. Also notes the highest app id the log names (storage.ts reserves it).
+   */
+  private gone(app: number): boolean {
+    if (app > this.replayMaxApp) this.replayMaxApp = app;
+    let exists = this.replayApps.get(app);
+    if (exists === undefined) {
+      exists = this.d.db.query<{ one: number }, [number]>("SELECT 1 AS one FROM apps WHERE id = ?").get(app) !== null;
+      this.replayApps.set(app, exists);
+    }
+    if (!exists) this.replaySkipped++;
+    return !exists;
+  }
+  private replayApps = new Map<number, boolean>();
+  private replaySkipped = 0;
+  private replayMaxApp = 0;
+
   /** Replays the write-ahead log records after `after` into the store, counters, quota and dedup map. */
-  replay(after = 0): { records: number; events: number; truncated: number } {
+  replay(after = 0): { records: number; events: number; truncated: number; skipped: number; maxApp: number } {
     let events = 0;
     const { records, truncated } = this.wal.replay((r) => {
       try {
@@ -520,7 +571,10 @@ export class Ingest {
       }
     }, after);
     this.recent.prune(this.d.now(), DEDUPE_MEMORY_MS);
-    return { records, events, truncated };
+    const skipped = this.replaySkipped;
+    this.replayApps.clear();
+    this.replaySkipped = 0;
+    return { records, events, truncated, skipped, maxApp: this.replayMaxApp };
   }
 
   /** Keeps a record replay could not read (see replay); answers its file, or "" if even that failed. */
@@ -539,7 +593,21 @@ export class Ingest {
 
   /** Applies one log record; answers the events it stored. */
   private replayRecord(r: { seq: number; type: number; payload: Uint8Array }): number {
-    if (r.type === REC_BATCH) {
+    if (r.type === REC_BATCH_KEPT) {
+      const k = decodeKeptBatch(recordText(r.payload));
+      if (this.gone(k.app)) return 0;
+      this.quota.add(k.org, k.events.length, k.at);
+      this.commitBatch(k.app, k.org, k.batchId, answerKey(k.app, k.batchId), NaN, k.at, k.events, k.drops, k.ans);
+      return k.events.length;
+    } else if (r.type === REC_WEB_KEPT) {
+      const { org, at, event: e } = decodeKeptWeb(recordText(r.payload));
+      if (this.gone(e.app)) return 0;
+      this.d.sink.append([e]);
+      this.usage.add(e.app, utcDay(at), "accepted", 1);
+      this.quota.add(org, 1, at);
+      this.sessions.remember(e.visitor, e.session, at);
+      return 1;
+    } else if (r.type === REC_BATCH) {
       const view = new DataView(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
       const hlen = view.getUint32(0, true);
       const h = JSON.parse(dec.decode(r.payload.subarray(4, 4 + hlen))) as {
@@ -552,6 +620,7 @@ export class Ingest {
         z: number;
         ans: BatchAnswer;
       };
+      if (this.gone(h.a)) return 0;
       let evs: StoredEvent[] = [];
       let drops: Partial<Record<DropReason, number>> = {};
       if (h.ans.reason === "paused") {
@@ -576,6 +645,7 @@ export class Ingest {
       const [o, app, at, visitor, session, country, browser, os_name, os_version] = JSON.parse(
         dec.decode(r.payload.subarray(4, 4 + hlen)),
       ) as [number, number, number, number, number, string, string, string, string];
+      if (this.gone(app)) return 0;
       const parsed = parseWebEvent(JSON.parse(dec.decode(r.payload.subarray(4 + hlen))));
       if (!parsed.ok) return 0;
       const e = webEvent(parsed.value, { app, receivedAt: at, visitor, session, country, agent: { bot: false, browser, os_name, os_version } });
@@ -587,6 +657,7 @@ export class Ingest {
       return 1;
     } else if (r.type === REC_OUTCOMES) {
       const { a, d, c } = JSON.parse(dec.decode(r.payload)) as { a: number; d: string; c: OutcomeCounts };
+      if (this.gone(a)) return 0;
       this.usage.addAll(a, d, c);
     }
     return 0;
@@ -609,6 +680,7 @@ export class Ingest {
    * is written and fsynced in the thread pool). Before the log that also holds them is dropped.
    */
   async writeAnswerRun(s: IngestSnapshot): Promise<void> {
+    if (this.droppedApps.size) s.answers = s.answers.filter((a) => !this.droppedApps.has(a.app));
     await this.runs.write(s.answers);
   }
 
@@ -663,10 +735,14 @@ export class Ingest {
   writeState(s: IngestSnapshot): void {
     const db = this.d.db;
     const up = db.query("INSERT INTO usage (app, day, outcome, count) VALUES (?, ?, ?, ?) ON CONFLICT(app, day, outcome) DO UPDATE SET count = excluded.count");
-    for (const [app, day, counts] of s.usage) for (const [o, n] of Object.entries(counts)) up.run(app, day, o, n ?? 0);
+    // A snapshot taken before a purge may still hold the purged: their rows stay deleted.
+    for (const [app, day, counts] of s.usage) {
+      if (this.droppedApps.has(app)) continue;
+      for (const [o, n] of Object.entries(counts)) up.run(app, day, o, n ?? 0);
+    }
     this.stored.prune(this.d.now() - DEDUPE_KEEP_MS);
     const q = db.query("INSERT INTO quota (org, month, used) VALUES (?, ?, ?) ON CONFLICT(org, month) DO UPDATE SET used = excluded.used");
-    for (const [org, month, used] of s.quota) q.run(org, month, used);
+    for (const [org, month, used] of s.quota) if (!this.droppedOrgs.has(org)) q.run(org, month, used);
   }
 
   /** New log records go to a new segment: the ones before can be deleted after the checkpoint. */
@@ -709,8 +785,32 @@ export class Ingest {
     return this.wal.dropThrough(through);
   }
 
-  dropApp(app: number) {
-    this.usage.dropApp(app);
+  /**
+   * Purged apps and orgs: their counters, quota and batch answers waiting for a checkpoint
+   * go now; the rows a checkpoint already wrote are deleted by the purge itself, and a
+   * checkpoint taken before it and committed after it skips them (writeState). Answers
+   * already in runs go with purgeAnswers. Ids are never given twice, so the sets only grow.
+   */
+  dropApps(apps: number[], orgs: number[] = []) {
+    for (const app of apps) {
+      this.droppedApps.add(app);
+      this.usage.dropApp(app);
+    }
+    for (const org of orgs) {
+      this.droppedOrgs.add(org);
+      this.quota.dropOrg(org);
+    }
+    if (apps.length) this.newAnswers = this.newAnswers.filter((a) => !this.droppedApps.has(a.app));
+  }
+
+  /** Rewrites the answer runs without these apps' answers (after the checkpoint that follows dropApps). */
+  purgeAnswers(apps: number[]): Promise<void> {
+    return this.runs.purgeApps(new Set(apps));
+  }
+
+  /** Apps that hold batch answers in the runs (start-up looks for purged ones among them). */
+  answerApps(): number[] {
+    return [...this.appsInRuns];
   }
 
   rotateSalts(now: number) {
@@ -734,6 +834,12 @@ export function keySpec(eventsPerMonth: number): BucketSpec {
     keySpecs.set(eventsPerMonth, spec);
   }
   return spec;
+}
+
+/** The text of a record written by appendWithHeader with an empty body (u32 LE length | UTF-8). */
+function recordText(payload: Uint8Array): string {
+  const hlen = new DataView(payload.buffer, payload.byteOffset, payload.byteLength).getUint32(0, true);
+  return dec.decode(payload.subarray(4, 4 + hlen));
 }
 
 /** Rate-limit keys derive from the address through a hash: memory holds no raw address. */

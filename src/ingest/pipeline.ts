@@ -1,8 +1,9 @@
 // The ingest pipeline: parsing of request bodies, then a list of named steps each event
 // goes through, each step passing the event on or dropping it with a reason from the one
 // closed set (outcomes.ts). Pure functions of their inputs (the body, the time it
-// arrived, the derived visitor and country), so start-up replay of the write-ahead log
-// repeats exactly the decisions that were acknowledged.
+// arrived, the derived visitor and country), so start-up replay of a write-ahead log
+// written before 2026-11-27 (which held request bodies) repeats exactly the decisions that
+// were acknowledged; the log now holds the kept events themselves (wal-records.ts).
 
 import { emptyDims, type StoredEvent } from "../store/event.ts";
 import { isValidEventName } from "../store/dimensions.ts";

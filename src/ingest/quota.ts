@@ -51,6 +51,12 @@ export class Quota {
     return [...this.committed].map(([org, u]) => [org, u.month, u.n]);
   }
 
+  /** A purged org: nothing of its count is kept. */
+  dropOrg(orgId: number) {
+    this.used.delete(orgId);
+    this.committed.delete(orgId);
+  }
+
   /** Counts events already accepted and on disk (replay at start-up). */
   add(orgId: number, n: number, at: number) {
     const month = utcMonth(at);

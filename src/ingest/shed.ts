@@ -7,8 +7,14 @@
 //    bodies, waiting for the write-ahead log). Bounding them bounds the queue, so the
 //    latency of what is accepted and the memory held by waiting bodies stay bounded;
 //  - resident memory over the bound (SEXTANT_MEMORY_MB plus the runtime's own share).
+// Those three are the service's own overload (503). One client holding more than its share
+// of the in-flight slots is not: the service is fine, that client is over its rate, which
+// the spec answers with 429 and Retry-After (reason "client_share").
 
 import { fullGC } from "bun:jsc";
+
+/** The service's own overload: answered 503 with Retry-After. */
+export type ShedReason = "lag" | "in_flight" | "memory";
 
 export interface ShedOptions {
   /** Lag of the event loop past which ingest sheds, in ms. */
@@ -33,6 +39,8 @@ export class LoadShedder {
   inFlight = 0;
   /** Requests answered 503 by reason, since start (for usage and the reliability figures). */
   readonly shed = { lag: 0, in_flight: 0, memory: 0 };
+  /** Requests answered 429 because their client held its whole share of the slots, since start. */
+  clientShareRefused = 0;
   private timer: ReturnType<typeof setInterval> | null = null;
   private lastGc = -Infinity;
   private lastSyncGc = -Infinity;
@@ -145,18 +153,27 @@ export class LoadShedder {
     else this.perClient.set(address, n);
   }
 
-  /** Why this request should be refused now, or null. */
-  reason(address?: string): "lag" | "in_flight" | "memory" | null {
+  /**
+   * Why this request should be refused now, or null. The service's own overload first (503
+   * for everyone); then "client_share": this client already holds an eighth of the slots,
+   * so a few slow or greedy clients cannot take them all (429 for that client alone).
+   */
+  reason(address?: string): ShedReason | "client_share" | null {
     if (this.inFlight >= this.o.maxInFlight) return "in_flight";
-    if (address !== undefined && (this.perClient.get(address) ?? 0) >= Math.max(1, this.o.maxInFlight >> 3)) return "in_flight";
     // Two late ticks in a row: sustained queueing, not one long pause (a GC, a big query).
     if (this.lagMs > this.o.maxLagMs && this.prevLagMs > this.o.maxLagMs) return "lag";
     if (this.rss > this.o.maxRssBytes) return "memory";
+    if (address !== undefined && (this.perClient.get(address) ?? 0) >= Math.max(1, this.o.maxInFlight >> 3)) return "client_share";
     return null;
   }
 
   /** Counts a refusal and answers the Retry-After seconds to send. */
-  refuse(reason: "lag" | "in_flight" | "memory"): number {
+  refuse(reason: ShedReason | "client_share"): number {
+    if (reason === "client_share") {
+      // One of its requests ends within about a request's time: a second is plenty.
+      this.clientShareRefused++;
+      return 1;
+    }
     this.shed[reason]++;
     return reason === "memory" ? 5 : 1;
   }

@@ -2,7 +2,7 @@
 
 import type { Db } from "../domain/db.ts";
 import type { Logger } from "../log.ts";
-import { purgeDeletedApps, purgeDeletedOrgs, purgeOldInvitations } from "../domain/purge.ts";
+import { purgeDeletedApps, purgeDeletedOrgs, purgeOldInvitations, type Purged } from "../domain/purge.ts";
 import { purgeExpiredSignIns } from "../domain/signin.ts";
 import type { JobSpec } from "./scheduler.ts";
 import { Cron } from "croner";
@@ -21,8 +21,8 @@ export interface JobDeps {
   answerLimit: number;
   runExports: () => Promise<unknown>;
   purgeExports: (now: number) => number;
-  /** Deletes the event data of purged apps; the event store provides it. */
-  dropAppData: (appIds: number[]) => Promise<void> | void;
+  /** Deletes what a purge removed from the metadata store names: event data, counters, export files (tenant-purge.ts). */
+  dropAppData: (purged: Purged) => Promise<void> | void;
   /** Ends subscriptions whose scheduled end has passed; answers how many (domain/billing.ts). */
   billingSweep: () => number;
 }
@@ -97,9 +97,9 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       name: "purge-deleted-orgs",
       pattern: "0 * * * * *",
       async run() {
-        const { orgs, appIds } = purgeDeletedOrgs(d.db);
-        if (appIds.length) await d.dropAppData(appIds);
-        if (orgs) d.log.info("purged deleted orgs", { orgs, apps: appIds.length });
+        const { orgs, ...purged } = purgeDeletedOrgs(d.db);
+        if (orgs) await d.dropAppData(purged);
+        if (orgs) d.log.info("purged deleted orgs", { orgs, apps: purged.appIds.length });
       },
     },
     {
@@ -107,10 +107,10 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       name: "purge-deleted-apps",
       pattern: "0 */10 * * * *",
       async run(now) {
-        const ids = purgeDeletedApps(d.db, now);
-        if (ids.length) {
-          await d.dropAppData(ids);
-          d.log.info("purged deleted apps", { apps: ids.length });
+        const purged = purgeDeletedApps(d.db, now);
+        if (purged.appIds.length) {
+          await d.dropAppData(purged);
+          d.log.info("purged deleted apps", { apps: purged.appIds.length });
         }
       },
     },

@@ -56,6 +56,12 @@ export function parseName(app: number, date: string, dir: string, name: string):
 export class Catalog {
   /** app -> date -> partitions */
   private byApp = new Map<number, Map<string, Partition[]>>();
+  /**
+   * Apps purged while this process runs. A flush or compaction that was already writing
+   * when the purge came must not bring their files back: what it finishes is deleted.
+   * App ids are never given twice (domain/migrations.ts), so the set only grows.
+   */
+  private dropped = new Set<number>();
 
   constructor(readonly root: string) {
     mkdirSync(root, { recursive: true });
@@ -102,6 +108,10 @@ export class Catalog {
   }
 
   add(p: Partition) {
+    if (this.dropped.has(p.app)) {
+      rmSync(appDir(this.root, p.app), { recursive: true, force: true });
+      return;
+    }
     const list = this.dates(p.app).get(p.date) ?? [];
     list.push(p);
     this.setDate(p.app, p.date, list);
@@ -109,6 +119,10 @@ export class Catalog {
 
   /** After a compaction: the day file replaces what it superseded. */
   replaceDate(app: number, date: string, list: Partition[]) {
+    if (this.dropped.has(app)) {
+      rmSync(appDir(this.root, app), { recursive: true, force: true });
+      return;
+    }
     this.setDate(app, date, list);
   }
 
@@ -155,7 +169,13 @@ export class Catalog {
     return out;
   }
 
+  isDropped(app: number): boolean {
+    return this.dropped.has(app);
+  }
+
+  /** Forgets an app and deletes its directory; files of it finished later are deleted too. */
   dropApp(app: number) {
+    this.dropped.add(app);
     this.byApp.delete(app);
     rmSync(appDir(this.root, app), { recursive: true, force: true });
   }

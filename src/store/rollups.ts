@@ -326,6 +326,10 @@ export class Rollups {
     return m;
   }
 
+  appIds(): number[] {
+    return [...this.apps.keys()];
+  }
+
   dropApp(app: number) {
     this.apps.delete(app);
     this.lastApp = null;

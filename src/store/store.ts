@@ -148,7 +148,15 @@ export class EventStore implements EventSink {
     for (let i = 0; i < events.length; ) {
       const e = events[i]!;
       let h = this.heads.get(e.app);
-      if (!h) this.heads.set(e.app, (h = this.newHead(e.app)));
+      if (!h) {
+        // An app purged while its last events were on their way in: nothing of it is kept.
+        if (this.catalog.isDropped(e.app)) {
+          do i++;
+          while (i < events.length && events[i]!.app === e.app);
+          continue;
+        }
+        this.heads.set(e.app, (h = this.newHead(e.app)));
+      }
       let j = i;
       do h.append(events[j++]!);
       while (j < events.length && sameRun(events[j]!, e));
@@ -598,9 +606,20 @@ export class EventStore implements EventSink {
     return n;
   }
 
+  /** Every app the store holds anything of: partitions, recent events, day totals. */
+  knownApps(): number[] {
+    return [...new Set([...this.catalog.apps(), ...this.heads.keys(), ...this.rollups.appIds()])];
+  }
+
+  /**
+   * Deletes everything held for these apps: recent events, partitions (also those a flush
+   * or compaction under way finishes later: catalog.ts), day totals with their open
+   * sessions, live counts, pooled arrays.
+   */
   dropApps(apps: number[]): void {
     for (const app of apps) {
       this.heads.delete(app);
+      this.pool.delete(app);
       for (const h of [...this.flushing]) if (h.app === app) this.flushing.delete(h);
       for (const p of this.catalog.all()) if (p.app === app) this.evict(p.file);
       this.catalog.dropApp(app);

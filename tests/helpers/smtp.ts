@@ -15,6 +15,13 @@ export interface TestSmtp {
   messages: Received[];
   /** Makes the server refuse every message (to test "mail cannot be handed over"). */
   refuse(on: boolean): void;
+  /**
+   * Answers RCPT TO for `address` with this SMTP code (550: a permanent refusal of the
+   * address; 450/451: try later); null answers it normally again.
+   */
+  refuseRecipient(address: string, code: number | null): void;
+  /** Holds every RCPT TO answer this long (a slow mail server); 0 for none. */
+  delay(ms: number): void;
   /** Waits for a message to `to` and returns the first link in it matching `pathPart`. */
   linkFor(to: string, pathPart: string, timeoutMs?: number): Promise<string>;
   close(): Promise<void>;
@@ -38,10 +45,21 @@ function decodeQuotedPrintable(s: string): string {
 export async function startSmtp(): Promise<TestSmtp> {
   const messages: Received[] = [];
   let refusing = false;
+  let delayMs = 0;
+  const refusedRcpt = new Map<string, number>();
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ["STARTTLS"],
     logger: false,
+    onRcptTo(address, _session, callback) {
+      const answer = () => {
+        const code = refusedRcpt.get(address.address.toLowerCase());
+        if (code === undefined) return callback();
+        callback(Object.assign(new Error(code >= 500 ? "mailbox unavailable" : "try again later"), { responseCode: code }));
+      };
+      if (delayMs > 0) setTimeout(answer, delayMs);
+      else answer();
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on("data", (c: Buffer) => chunks.push(c));
@@ -61,6 +79,13 @@ export async function startSmtp(): Promise<TestSmtp> {
     messages,
     refuse: (on) => {
       refusing = on;
+    },
+    refuseRecipient: (address, code) => {
+      if (code === null) refusedRcpt.delete(address.toLowerCase());
+      else refusedRcpt.set(address.toLowerCase(), code);
+    },
+    delay: (ms) => {
+      delayMs = ms;
     },
     async linkFor(to, pathPart, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;

@@ -2,9 +2,9 @@
 // clean-up for the whole run), so runs do not pile up data directories and built
 // executables under /tmp.
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 
 const dirs: string[] = [];
 
@@ -16,4 +16,15 @@ export function tempDir(prefix: string): string {
 
 export function removeTempDirs(): void {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+
+/** Every file below `root` (none if it does not exist), as paths relative to it, sorted. */
+export function filesBelow(root: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    if (!existsSync(d)) return;
+    for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : out.push(relative(root, join(d, f.name)));
+  };
+  walk(root);
+  return out.sort();
 }

@@ -125,6 +125,26 @@ describe("keys and forwarding secrets", () => {
     expect((await s.api(`/apps/${app.id}/keys/ak_nope`, { method: "DELETE", headers: owner })).status).toBe(404);
   });
 
+  test("at most 20 active keys per app: the 21st is a 409 too_many_keys; revoking one makes room", async () => {
+    const { app, key: first } = await json<{ app: App; key: string }>(await create({ kind: "app", name: "Many keys" }));
+    // One key came with the app: 19 more fill it.
+    for (let i = 0; i < 19; i++) expect((await s.api(`/apps/${app.id}/keys`, { method: "POST", headers: owner })).status).toBe(201);
+    const full = await s.api(`/apps/${app.id}/keys`, { method: "POST", headers: owner });
+    expect(full.status).toBe(409);
+    const body = await json<{ error: { code: string; message: string } }>(full);
+    expect(body.error.code).toBe("too_many_keys");
+    expect(body.error.message).toContain("revoke");
+    let list = await json<{ key: string; revoked_at: string | null }[]>(await s.api(`/apps/${app.id}/keys`, { headers: owner }));
+    expect(list.filter((k) => k.revoked_at === null).length).toBe(20);
+    // Revoked keys do not count.
+    expect((await s.api(`/apps/${app.id}/keys/${first}`, { method: "DELETE", headers: owner })).status).toBe(204);
+    expect((await s.api(`/apps/${app.id}/keys`, { method: "POST", headers: owner })).status).toBe(201);
+    expect((await s.api(`/apps/${app.id}/keys`, { method: "POST", headers: owner })).status).toBe(409);
+    list = await json(await s.api(`/apps/${app.id}/keys`, { headers: owner }));
+    expect(list.length).toBe(21);
+    expect(list.filter((k) => k.revoked_at === null).length).toBe(20);
+  });
+
   test("forwarding secret: shown once, replaced by the next, sites only", async () => {
     const { app } = await json<{ app: App }>(await create({ kind: "web", name: "Proxied", origins: ["https://p.com"] }));
     const one = await json<{ secret: string }>(await s.api(`/apps/${app.id}/forwarding-secret`, { method: "POST", headers: owner }));

@@ -65,6 +65,26 @@ describe("web events", () => {
     expect(JSON.stringify(e)).not.toContain("session=abc");
   });
 
+  test("utm_* values that look like personal data (email, phone number, UUID) are dropped, as property values are", async () => {
+    const w = await newApp(s, owner, "web", ["https://example.com"]);
+    const u =
+      "https://example.com/landing?utm_source=someone%40example.com&utm_medium=%2B44%2020%207946%200958" +
+      "&utm_campaign=launch&utm_content=0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e&utm_term=someone@example.com";
+    expect((await sendWeb(s.url, { k: w.key, n: "pageview", u }, { origin: "https://example.com", ...client() })).status).toBe(202);
+    const e = stored(w.appId).at(-1)!;
+    expect(e.dims).toMatchObject({ utm_source: "", utm_medium: "", utm_campaign: "launch", utm_content: "", utm_term: "" });
+    // Nor does a breakdown show it (utm_source would have become the referrer source too).
+    const day = new Date(clock.ms).toISOString().slice(0, 10);
+    for (const dimension of ["utm_term", "utm_source", "referrer_source", "utm_medium", "utm_content"]) {
+      const b = await s.api(`/apps/${w.appId}/breakdown?dimension=${dimension}&from=${day}&to=${day}`, { headers: owner });
+      expect(b.status).toBe(200);
+      const text = await b.text();
+      expect(text).not.toContain("someone");
+      expect(text).not.toContain("7946");
+      expect(text).not.toContain("0190f5a4");
+    }
+  });
+
   test("paths: decoded segment by segment, ;parameters dropped, hash routes kept, fragments otherwise not", async () => {
     const pathOf = async (u: string) => {
       expect((await sendWeb(s.url, event({ u }), { origin: "https://example.com", ...client() })).status).toBe(202);

@@ -207,7 +207,8 @@ describe("API tokens", () => {
     expect(tok.name).toBe("grafana");
     const listed = await s.api(`/orgs/${org}/tokens`, { headers: as("olga") });
     const text = await listed.text();
-    expect(JSON.parse(text)).toEqual([{ id: tok.id, name: "grafana", created_at: tok.created_at }]);
+    const olgaId = await idOf(org, "olga@example.com");
+    expect(JSON.parse(text)).toEqual([{ id: tok.id, name: "grafana", created_at: tok.created_at, created_by: { user_id: olgaId, email: "olga@example.com" } }]);
     expect(text).not.toContain(tok.token);
     expect(JSON.stringify(s.server.services.db.query("SELECT * FROM api_tokens").all())).not.toContain(tok.token);
 

@@ -3,20 +3,13 @@
 // a deleted app removes its files.
 
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
-import { join, relative } from "node:path";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { filesBelow } from "../helpers/tmp.ts";
 import { startTestServer, TestClock } from "../helpers/server.ts";
 import { batch, newApp, ownerHeaders, sendBatch } from "../helpers/ingest.ts";
 
-function files(root: string) {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    if (!existsSync(d)) return;
-    for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : out.push(relative(root, join(d, f.name)));
-  };
-  walk(root);
-  return out.sort();
-}
+const files = filesBelow;
 
 describe("storage jobs on a driven clock", () => {
   test("hourly flush, nightly compaction, purge of a deleted app", async () => {

@@ -100,7 +100,9 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
       response: { 201: NewKey, ...StdErrors },
       detail: {
         summary: "Add a key",
-        description: "Old keys stay active, so rotation overlaps: add, ship, revoke the old one later.",
+        description:
+          "Old keys stay active, so rotation overlaps: add, ship, revoke the old one later. At most 20 active keys per app: " +
+          "a 21st is a 409 too_many_keys until one is revoked.",
         tags: ["keys"],
         ...access("admin"),
       },

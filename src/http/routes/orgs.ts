@@ -29,15 +29,21 @@ import { changeRole, listMembers, removeMember } from "../../domain/members.ts";
 import {
   acceptInvitation,
   createInvitation,
+  INVITATION_LIMITS,
+  InvitationLimits,
   invitationInfo,
+  invitationMail,
   listInvitations,
   withdrawInvitation,
 } from "../../domain/invitations.ts";
+import { mailFailure } from "../../domain/errors.ts";
+import { classifyMailFailure } from "../../mail.ts";
 import { createToken, listTokens, revokeToken } from "../../domain/tokens.ts";
 
 
 export function orgRoutes(svc: Services, auth: AuthPlugin) {
   const { db } = svc;
+  const invitationLimits = new InvitationLimits();
   return new Elysia({ name: "sextant/routes/orgs", prefix: "/api/v1" })
     .use(auth)
     .post("/orgs", ({ auth, body, status }) => status(201, createOrg(db, auth.user().userId, body.name, svc.now())), {
@@ -80,14 +86,15 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
     })
     .patch(
       "/orgs/:id/members/:user_id",
-      ({ auth, params, body }) => changeRole(db, auth.actor(), params.id, params.user_id, body.role),
+      ({ auth, params, body }) => changeRole(db, auth.actor(), params.id, params.user_id, body.role, svc.now()),
       {
         params: t.Object({ id: OrgIdParams.properties.id, user_id: t.Integer({ minimum: 1 }) }),
         body: RoleChange,
         response: { 200: Member, ...StdErrors },
         detail: {
           summary: "Change a member's role",
-          description: "Admins change admins, members and viewers; owners also owners. The last owner cannot be demoted.",
+          description:
+            "Admins change admins, members and viewers; owners also owners. The last owner cannot be demoted. Demotion below admin withdraws the pending invitations they sent in this org and revokes the API tokens they created in it.",
           tags: ["members"],
           ...access("admin"),
         },
@@ -96,7 +103,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
     .delete(
       "/orgs/:id/members/:user_id",
       ({ auth, params }) => {
-        removeMember(db, auth.actor(), params.id, params.user_id);
+        removeMember(db, auth.actor(), params.id, params.user_id, svc.now());
         return noContent();
       },
       {
@@ -104,7 +111,8 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
         response: { 204: t.Void(), ...StdErrors },
         detail: {
           summary: "Remove a member",
-          description: "Admins remove others (owners only by owners); anyone may remove themselves; the last owner cannot be removed.",
+          description:
+            "Admins remove others (owners only by owners); anyone may remove themselves; the last owner cannot be removed. Removal withdraws the pending invitations they sent in this org and revokes the API tokens they created in it.",
           tags: ["members"],
           ...access("admin"),
         },
@@ -118,20 +126,17 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
     .post(
       "/orgs/:id/invitations",
       async ({ auth, params, body, status }) => {
-        const { invitation, token, orgName } = createInvitation(db, auth.actor(), params.id, body.email, body.role, svc.now());
+        const created = createInvitation(db, auth.actor(), params.id, body.email, body.role, svc.now(), invitationLimits);
+        const { invitation, token } = created;
         const link = `${svc.config.publicUrl}/invitations/accept?token=${token}`;
+        const mail = invitationMail({ inviter: created.inviterEmail, email: invitation.email, orgName: created.orgName, role: invitation.role, expiresAt: created.expiresAt, link });
         try {
-          await svc.mailer.send({
-            to: invitation.email,
-            subject: `You are invited to ${orgName} on Sextant`,
-            text: `You are invited to join ${orgName} on Sextant as ${invitation.role}.\n\nOpen this link to accept (sign in as ${invitation.email} first):\n\n${link}\n\nThe invitation expires in 7 days.\n`,
-            link,
-          });
-        } catch {
+          await svc.mailer.send({ to: invitation.email, ...mail, link });
+        } catch (e) {
+          // Never delivered: the link must not stay usable. A refused address is the
+          // client's 400 naming it; anything else a 503 with Retry-After.
           withdrawInvitation(db, auth.actor(), params.id, invitation.id, svc.now());
-          return status(503, {
-            error: { code: "mail_unavailable", message: "The mail server could not take the invitation; try again shortly." },
-          });
+          throw mailFailure(classifyMailFailure(e).kind, invitation.email);
         }
         return status(201, invitation);
       },
@@ -142,7 +147,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
         detail: {
           summary: "Invite by mail",
           description:
-            "Mails a link {public_url}/invitations/accept?token=TOKEN valid 7 days. Inviting the same address again replaces the earlier invitation. Only an owner may invite an owner.",
+            `Mails a link {public_url}/invitations/accept?token=TOKEN valid 7 days. Inviting the same address again replaces the earlier invitation. Only an owner may invite an owner. At most ${INVITATION_LIMITS.perOrg.label}, ${INVITATION_LIMITS.perInviter.label}, ${INVITATION_LIMITS.perAddress.label} (429 rate_limited with Retry-After past one). 400 address_refused when the mail server refuses the address; 503 mail_unavailable with Retry-After when it cannot take the message.`,
           tags: ["invitations"],
           ...access("admin"),
         },

@@ -31,7 +31,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         detail: {
           summary: "Send a sign-in link",
           description:
-            "202 whenever the address is well formed, whether or not it can sign in. The mail holds {public_url}/auth/verify?token=TOKEN, valid once for 15 minutes.",
+            "202 whenever the address is well formed, whether or not it can sign in. The mail holds {public_url}/auth/verify?token=TOKEN, valid once for 15 minutes. 429 with Retry-After past 5 requests for one address from one client (then one a minute) or 20 from one client (then one every 10 s). With open sign-up the answer waits for the mail server: 400 address_refused when it refuses the address, 503 mail_unavailable with Retry-After when it cannot take the message. With invite-only sign-up the mail goes out in the background and the answer is always 202.",
           tags,
           ...access("public"),
         },
