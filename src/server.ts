@@ -10,6 +10,7 @@ import { errorResponse } from "./http/errors.ts";
 import { addressFrom, rememberAddress } from "./http/client.ts";
 import { nosniff, withNosniff } from "./http/security-headers.ts";
 import { ingestHandlers, type IngestHandlers } from "./http/ingest.ts";
+import { Dashboard } from "./http/dashboard.ts";
 import { createMailer } from "./mail.ts";
 import { SignIn } from "./domain/signin.ts";
 import { getOrCreateSetting } from "./domain/settings.ts";
@@ -69,6 +70,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const provider = config.stripeSecretKey
     ? stripeProvider({ secretKey: config.stripeSecretKey, webhookSecret: config.stripeWebhookSecret!, apiBase: config.stripeApiBase, log })
     : null;
+  // Built before anything is opened: a dashboard that cannot load stops the start.
+  const dashboard = await Dashboard.load();
   const storage = openStorage(config, log, now, plans, provider);
   const { db, store, ingest, billing } = storage;
   const memory = config.memoryMb * 1024 * 1024;
@@ -164,7 +167,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   ingest.shedder.start();
   fast = ingestHandlers(services);
   const api = buildApi(services);
-  handleMain = (req) => api.handle(req);
+  handleMain = (req) => dashboard.handle(req) ?? api.handle(req);
   if (ingestListener) {
     const ingestApp = buildIngest(services);
     handleIngest = (req) => ingestApp.handle(req);

@@ -4,7 +4,7 @@
 
 import type { Db } from "./db.ts";
 import { forbidden, notFound } from "./errors.ts";
-import { atLeast, TOKEN_ROLE, type Actor, type Role } from "./roles.ts";
+import { atLeast, SHARE_ROLE, TOKEN_ROLE, type Actor, type Role } from "./roles.ts";
 
 export interface OrgRow {
   id: number;
@@ -28,6 +28,8 @@ export interface AppRow {
 
 export function roleIn(db: Db, actor: Actor, orgId: number): Role | null {
   if (actor.kind === "token") return actor.orgId === orgId ? TOKEN_ROLE : null;
+  // A share link is no one in any org: it only reaches its own app (requireApp).
+  if (actor.kind === "share") return null;
   const row = db
     .query<{ role: Role }, [number, number]>(
       "SELECT m.role FROM members m JOIN orgs o ON o.id = m.org_id WHERE m.org_id = ? AND m.user_id = ? AND o.deleted_at IS NULL",
@@ -58,7 +60,8 @@ export function requireApp(
       }`,
     )
     .get(appId);
-  const role = app ? roleIn(db, actor, app.org_id) : null;
+  // Any other app is, for a share link, one that does not exist.
+  const role = !app ? null : actor.kind === "share" ? (actor.appId === app.id ? SHARE_ROLE : null) : roleIn(db, actor, app.org_id);
   if (!app || !role) throw notFound("app");
   if (!atLeast(role, min)) throw forbidden(`This needs the ${min} role in the app's org; you are ${role}.`);
   return { app, role };

@@ -4,7 +4,7 @@
 
 import type { Db } from "./db.ts";
 import { requireApp, requireOrg, type AppRow } from "./access.ts";
-import { conflict, invalid } from "./errors.ts";
+import { conflict, forbidden, invalid } from "./errors.ts";
 import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
@@ -78,6 +78,8 @@ export function createApp(db: Db, actor: Actor, input: { org_id: number; kind: A
 }
 
 export function listApps(db: Db, actor: Actor) {
+  // The route refuses share links first; this keeps the domain from listing for one anyway.
+  if (actor.kind === "share") throw forbidden("A share link reads its one app's statistics, nothing else.", "share_link_scope");
   const rows =
     actor.kind === "token"
       ? db

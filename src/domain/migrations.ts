@@ -342,4 +342,24 @@ export const MIGRATIONS: Migration[] = [
          SELECT 1 FROM members m WHERE m.org_id = invitations.org_id AND m.user_id = invitations.invited_by AND m.role IN ('owner', 'admin'));
     `,
   },
+  {
+    version: 9,
+    name: "share links",
+    // Read-only links to one app's statistics (src/domain/share-links.ts): the value is
+    // stored only as its SHA-256, like API tokens; they go with their app. IF NOT EXISTS:
+    // a store whose user_version was lowered by hand (tests do, to replay migration 8)
+    // runs this again.
+    sql: `
+      CREATE TABLE IF NOT EXISTS share_links (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        app_id      INTEGER NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        name        TEXT NOT NULL,
+        token_hash  TEXT NOT NULL UNIQUE,
+        created_by  INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        created_at  INTEGER NOT NULL,
+        revoked_at  INTEGER
+      );
+      CREATE INDEX IF NOT EXISTS share_links_by_app ON share_links(app_id);
+    `,
+  },
 ];

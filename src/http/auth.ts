@@ -1,13 +1,15 @@
 // Authentication for the dashboard API, and each route's declared access.
 // A route declares who may call it in its OpenAPI `detail` (x-sextant-access); that same
 // declaration generates docs/permissions.md, and the permission test checks behaviour
-// against it. Credentials: a read-only org API token (Bearer sxt_...) or the session cookie.
+// against it. Credentials: a read-only org API token (Bearer sxt_...), a share link (Bearer
+// shr_..., one app's statistics only: routes declare `share` to admit it) or the session cookie.
 
 import { Elysia } from "elysia";
 import type { Services } from "./context.ts";
 import { ApiError } from "./errors.ts";
 import type { Actor, Role } from "../domain/roles.ts";
 import { resolveToken } from "../domain/tokens.ts";
+import { resolveShareLink, SHARE_PREFIX } from "../domain/share-links.ts";
 import { resolveSession } from "../domain/signin.ts";
 import { readCookie, unsign } from "./cookie-sign.ts";
 
@@ -16,21 +18,24 @@ export const SESSION_COOKIE = "sextant_session";
 /**
  * public: no credentials; session: a signed-in person (tokens refused);
  * any: a person or a token; a role: at least that role in the resource's org
- * (tokens count as viewer).
+ * (tokens count as viewer); share: a share link's holder only.
  */
-export type Access = "public" | "session" | "any" | Role;
+export type Access = "public" | "session" | "any" | "share" | Role;
 
 export interface RouteAccess {
   access: Access;
   /** True when a token may call it although the method is not GET (stats queries sent by POST). */
   readOnly: boolean;
+  /** True when a share link may call it (its own app's statistics; the access "share" implies it). */
+  share: boolean;
 }
 
 /** OpenAPI detail fields that declare a route's access. */
-export function access(a: Access, opts: { readOnly?: boolean } = {}) {
+export function access(a: Access, opts: { readOnly?: boolean; share?: boolean } = {}) {
   return {
     "x-sextant-access": a,
     ...(opts.readOnly ? { "x-sextant-read-only": true } : {}),
+    ...(opts.share || a === "share" ? { "x-sextant-share": true } : {}),
     ...(a === "public" ? { security: [] } : {}),
   };
 }
@@ -46,6 +51,7 @@ export function routeAccessTable(routes: RouteList) {
         {
           access: (r.hooks?.detail?.["x-sextant-access"] as Access | undefined) ?? "public",
           readOnly: r.hooks?.detail?.["x-sextant-read-only"] === true || r.method === "GET",
+          share: r.hooks?.detail?.["x-sextant-share"] === true,
         },
       ]),
     );
@@ -55,6 +61,8 @@ export function routeAccessTable(routes: RouteList) {
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
+const shareRequired = () => new ApiError(403, "share_link_required", "This answers a share link only (Authorization: Bearer shr_...).");
+
 export function authPlugin(svc: Services, lookup: (method: string, path: string) => RouteAccess | undefined) {
   const publicOrigin = new URL(svc.config.publicUrl).origin;
   return new Elysia({ name: "sextant/auth" }).derive({ as: "global" }, ({ request, route, headers }) => {
@@ -63,11 +71,24 @@ export function authPlugin(svc: Services, lookup: (method: string, path: string)
     // someone out of signing in again.
     const actor = (): Actor => {
       if (resolved) return resolved;
-      const meta = lookup(request.method, route) ?? { access: "session" as Access, readOnly: false };
+      const meta = lookup(request.method, route) ?? { access: "session" as Access, readOnly: false, share: false };
       const authz = headers["authorization"];
       if (authz !== undefined) {
         svc.guard.check(request);
         const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
+        if (m && m[1]!.startsWith(SHARE_PREFIX)) {
+          // Like an API token, a share link needs no anti-CSRF header: a cross-site form
+          // cannot send Authorization. Refused on a route it may not call as a token is (403),
+          // before any resource is looked at, so it learns nothing of other ids.
+          const link = resolveShareLink(svc.db, m[1]!);
+          if (!link) {
+            svc.guard.fail(request);
+            throw new ApiError(401, "invalid_token", "The share link is unknown or revoked, or its app was deleted.");
+          }
+          if (!meta.share) throw new ApiError(403, "share_link_scope", "A share link reads its one app's statistics, nothing else.");
+          resolved = { kind: "share", appId: link.appId, linkId: link.linkId };
+          return resolved;
+        }
         const tok = m ? resolveToken(svc.db, m[1]!) : null;
         if (!tok) {
           svc.guard.fail(request);
@@ -76,6 +97,7 @@ export function authPlugin(svc: Services, lookup: (method: string, path: string)
         if (meta.access === "session") {
           throw new ApiError(403, "session_required", "This needs a signed-in person; API tokens cannot use it.");
         }
+        if (meta.access === "share") throw shareRequired();
         if (!meta.readOnly) throw new ApiError(403, "read_only_token", "API tokens are read-only.");
         resolved = { kind: "token", orgId: tok.orgId, tokenId: tok.tokenId };
         return resolved;
@@ -84,6 +106,7 @@ export function authPlugin(svc: Services, lookup: (method: string, path: string)
       const value = signed ? unsign(signed, svc.cookieSecret) : null;
       const session = value ? resolveSession(svc.db, value, svc.now()) : null;
       if (!session) throw new ApiError(401, "unauthenticated", "Sign in, or send an API token as Authorization: Bearer.");
+      if (meta.access === "share") throw shareRequired();
       if (!SAFE_METHODS.has(request.method)) {
         // A cross-site form can send neither a custom header nor a same-origin Origin.
         const origin = headers["origin"];
@@ -99,7 +122,12 @@ export function authPlugin(svc: Services, lookup: (method: string, path: string)
       if (a.kind !== "user") throw new ApiError(403, "session_required", "This needs a signed-in person; API tokens cannot use it.");
       return a;
     };
-    return { auth: { actor, user } };
+    const share = (): Extract<Actor, { kind: "share" }> => {
+      const a = actor();
+      if (a.kind !== "share") throw shareRequired();
+      return a;
+    };
+    return { auth: { actor, user, share } };
   });
 }
 

@@ -43,6 +43,15 @@ export const OrgIdParams = t.Object({ id: t.Integer({ minimum: 1, maximum: Numbe
 
 // Sign-in and sessions.
 export const LinkRequest = t.Object({ email: t.String({ maxLength: 320 }) }, named("LinkRequest", strict));
+/** Where a sign-in link goes, so a person knows where to look (the same for every address). */
+export const LinkSent = t.Object(
+  {
+    delivery: t.Union([t.Literal("mail"), t.Literal("server_log")], {
+      description: "mail: sent to the address when it may sign in; server_log: no mail server is configured, so the link is written to the server's log for its operator.",
+    }),
+  },
+  named("LinkSent", {}),
+);
 export const VerifyRequest = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, named("VerifyRequest", strict));
 export const LinkInfo = t.Object({ email: t.String() }, named("LinkInfo", {}));
 export const SessionInfo = t.Object(
@@ -130,6 +139,37 @@ export const NewKey = t.Object({ key: t.String() }, named("NewKey", {}));
 export const ForwardingSecret = t.Object(
   { secret: t.String({ description: "Shown once; the previous secret stops working." }) },
   named("ForwardingSecret", {}),
+);
+
+// Share links: read-only access to one app's statistics (src/domain/share-links.ts).
+export const NewShareLink = t.Object(
+  { name: t.Optional(t.String({ minLength: 1, maxLength: 100, default: "Share link", description: "A label for the admins' list; default \"Share link\"." })) },
+  named("NewShareLink", strict),
+);
+export const ShareLinkView = t.Object(
+  {
+    id: Int(),
+    name: t.String(),
+    created_at: Iso(),
+    created_by: t.Nullable(t.Object({ user_id: Int(), email: t.String() }), {
+      description: "Who made the link; null when unknown (the person's account is gone).",
+    }),
+  },
+  named("ShareLinkView", {}),
+);
+export const CreatedShareLink = t.Object(
+  {
+    id: Int(),
+    name: t.String(),
+    token: t.String({ description: "shr_...: the link's secret, shown this once only. Its holder sends it as Authorization: Bearer." }),
+    url: t.String({ description: "{public_url}/share/{token}: the dashboard page that opens the shared app." }),
+    created_at: Iso(),
+  },
+  named("CreatedShareLink", {}),
+);
+export const SharedApp = t.Object(
+  { app: t.Object({ id: Int(), name: t.String(), kind: Kind }) },
+  named("SharedApp", { description: "The app a share link opens: no org, origins or settings." }),
 );
 
 // Funnels and jobs.

@@ -55,12 +55,13 @@ export function openapiDoc(svc: Services, version: string) {
             description:
               "Statistics, apps, keys, orgs, members, invitations, tokens, exports and billing. " +
               'Errors always answer {"error":{"code","message"}}. x-sextant-access on each operation says who may call it ' +
-              "(public, session, any, or the least org role; API tokens act as viewers and only read).",
+              "(public, session, any, share, or the least org role; API tokens act as viewers and only read). " +
+              "x-sextant-share marks the operations a share link (Bearer shr_...) may call, for its one app only.",
           },
           servers: [{ url: svc.config.publicUrl }],
           components: {
             securitySchemes: {
-              token: { type: "http", scheme: "bearer", description: "A read-only org API token (sxt_...)." },
+              token: { type: "http", scheme: "bearer", description: "A read-only org API token (sxt_...), or a share link's token (shr_...)." },
               session: { type: "apiKey", in: "cookie", name: SESSION_COOKIE, description: "The dashboard session cookie." },
             },
           },

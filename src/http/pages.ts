@@ -1,5 +1,5 @@
 // The pages links open (billing's return page is at the end): {public_url}/auth/verify?token=... and
-// {public_url}/invitations/accept?token=.... Sextant has no dashboard UI of its own yet;
+// {public_url}/invitations/accept?token=.... Kept apart from the dashboard (src/dashboard/):
 // these pages only turn a click into the API call (which needs X-Requested-With, so a
 // link prefetcher cannot burn the token by fetching the page). Each page's one inline
 // script and style are allowed by their SHA-256 in its Content-Security-Policy (nothing
@@ -51,7 +51,12 @@ const VERIFY = page(
   `msg.textContent = "Press Continue to sign in."; go.hidden = false;
 go.onclick = async () => { go.hidden = true;
   const r = await call("/api/v1/auth/verify", { token });
-  msg.textContent = r.ok ? "Signed in as " + r.body.email + ". You can close this page." : (r.body.error && r.body.error.message) || "That did not work.";
+  if (!r.ok) { msg.textContent = (r.body.error && r.body.error.message) || "That did not work."; return; }
+  msg.textContent = "Signed in as " + r.body.email + ". Opening the dashboard…";
+  // Back to where the dashboard's sign-in started (kept by it in this origin's storage).
+  let next = "/";
+  try { next = localStorage.getItem("sextant.next") || "/"; localStorage.removeItem("sextant.next"); } catch (e) {}
+  location.replace(next.charAt(0) === "/" && next.charAt(1) !== "/" ? next : "/");
 };`,
 );
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
-import { permissionMarkdown, permissionRows, tokenAllowed } from "../../src/http/permissions.ts";
+import { permissionMarkdown, permissionRows, shareAllowed, tokenAllowed } from "../../src/http/permissions.ts";
 import type { Access } from "../../src/http/auth.ts";
 import { sign } from "../../src/http/cookie-sign.ts";
 import { createSession } from "../../src/domain/signin.ts";
@@ -15,11 +15,12 @@ import { ensureUser } from "../../src/domain/users.ts";
 import { createOrg } from "../../src/domain/orgs.ts";
 import { createApp, deleteApp } from "../../src/domain/apps.ts";
 import { createToken, revokeToken } from "../../src/domain/tokens.ts";
+import { createShareLink, revokeShareLink } from "../../src/domain/share-links.ts";
 import { saveFunnel } from "../../src/domain/funnels.ts";
 import { createInvitation } from "../../src/domain/invitations.ts";
 import type { Actor, Role } from "../../src/domain/roles.ts";
 
-const PRINCIPALS = ["none", "bad_token", "revoked_token", "token", "viewer", "member", "admin", "owner", "outsider"] as const;
+const PRINCIPALS = ["none", "bad_token", "revoked_token", "token", "bad_share", "revoked_share", "share", "viewer", "member", "admin", "owner", "outsider"] as const;
 type Principal = (typeof PRINCIPALS)[number];
 
 let s: TestServer;
@@ -58,6 +59,10 @@ interface World {
   token: string;
   revokedToken: string;
   jobId: number;
+  /** A share link of appId, and a revoked one. */
+  shareLinkId: number;
+  share: string;
+  revokedShare: string;
 }
 
 const ownerActor = (): Actor => ({ kind: "user", userId: users.owner, sessionId: "" });
@@ -81,6 +86,9 @@ function buildWorld(): World {
   const tok = createToken(db, owner, orgId, "ci", now);
   const revoked = createToken(db, owner, orgId, "old", now);
   revokeToken(db, owner, orgId, revoked.id, now);
+  const share = createShareLink(db, owner, app.app.id, "shared", now, s.url);
+  const revokedShare = createShareLink(db, owner, app.app.id, "old", now, s.url);
+  revokeShareLink(db, owner, app.app.id, revokedShare.id, now);
   const { id: jobId } = db
     .query<{ id: number }, [number, number, number]>(
       "INSERT INTO jobs (org_id, app_id, kind, state, created_at) VALUES (?, ?, 'export', 'done', ?) RETURNING id",
@@ -100,6 +108,9 @@ function buildWorld(): World {
     token: tok.token,
     revokedToken: revoked.token,
     jobId,
+    shareLinkId: share.id,
+    share: share.token,
+    revokedShare: revokedShare.token,
   };
 }
 
@@ -114,6 +125,12 @@ function headersFor(p: Principal, w: World): Record<string, string> {
       return { authorization: `Bearer ${w.revokedToken}` };
     case "token":
       return { authorization: `Bearer ${w.token}` };
+    case "bad_share":
+      return { authorization: "Bearer shr_" + "x".repeat(43) };
+    case "revoked_share":
+      return { authorization: `Bearer ${w.revokedShare}` };
+    case "share":
+      return { authorization: `Bearer ${w.share}` };
     default: {
       const session = createSession(db, users[p], Date.now());
       return { cookie: `sextant_session=${encodeURIComponent(sign(session.token, s.server.services.cookieSecret))}`, "x-requested-with": "t" };
@@ -168,6 +185,10 @@ const CASES: Record<string, Case> = {
   "GET /apps/{id}/sessions": { path: (w) => `/apps/${w.appId}/sessions`, ok: 200 },
   "GET /apps/{id}/sessions/{session_id}": { path: (w) => `/apps/${w.appId}/sessions/abc-ff`, ok: 200 },
   "POST /apps/{id}/export": { path: (w) => `/apps/${w.appId}/export`, body: () => ({ format: "csv" }), ok: 202 },
+  "GET /apps/{id}/share-links": { path: (w) => `/apps/${w.appId}/share-links`, ok: 200 },
+  "POST /apps/{id}/share-links": { path: (w) => `/apps/${w.appId}/share-links`, body: () => ({ name: "Public" }), ok: 201 },
+  "DELETE /apps/{id}/share-links/{link_id}": { path: (w) => `/apps/${w.appId}/share-links/${w.shareLinkId}`, ok: 204 },
+  "GET /share": { path: () => "/share", ok: 200 },
   "GET /jobs/{id}": { path: (w) => `/jobs/${w.jobId}`, ok: 200 },
   "POST /orgs": { path: () => "/orgs", body: () => ({ name: "Mine" }), ok: 201 },
   "PATCH /orgs/{id}": { path: (w) => `/orgs/${w.orgId}`, body: () => ({ name: "Renamed" }), ok: 200 },
@@ -202,9 +223,12 @@ const CASES: Record<string, Case> = {
 
 const RANK: Record<Role, number> = { viewer: 1, member: 2, admin: 3, owner: 4 };
 
-function expected(access: Access, readOnly: boolean, ok: number, p: Principal): number {
+function expected(access: Access, readOnly: boolean, share: boolean, ok: number, p: Principal): number {
   if (access === "public") return ok;
-  if (p === "none" || p === "bad_token" || p === "revoked_token") return 401;
+  if (p === "none" || p === "bad_token" || p === "revoked_token" || p === "bad_share" || p === "revoked_share") return 401;
+  // Every case's app is the one the share link opens: the routes it may call answer it.
+  if (p === "share") return shareAllowed(access, share) ? ok : 403;
+  if (access === "share") return 403;
   if (p === "token") return tokenAllowed(access, readOnly) ? ok : 403;
   if (access === "session" || access === "any") return ok;
   if (p === "outsider") return 404;
@@ -237,7 +261,7 @@ describe("permission matrix", () => {
           headers: { "x-requested-with": "t", "x-forwarded-for": `10.${checked >> 16}.${(checked >> 8) & 255}.${checked & 255}`, ...headersFor(p, w) },
           ...(body !== undefined ? { json: body } : {}),
         });
-        const want = expected(row.access, row.readOnly, c.ok, p);
+        const want = expected(row.access, row.readOnly, row.share, c.ok, p);
         checked++;
         if (res.status !== want) failures.push(`${key} as ${p}: got ${res.status}, want ${want}: ${(await res.text()).slice(0, 160)}`);
         else if (res.status >= 400) {

@@ -1,6 +1,6 @@
 // Isolation between orgs, property-based: the owner of org A calls every dashboard
 // endpoint with the ids of org B's apps, keys, funnels, jobs, sessions, invitations,
-// tokens, members and sign-in sessions, and with random ids. Each answer must be the same
+// tokens, share links, members and sign-in sessions, and with random ids. Each answer must be the same
 // 404 as for an id that exists nowhere (nothing tells B's resources exist), and B must be
 // untouched afterwards.
 
@@ -29,6 +29,8 @@ let B: {
   invitationId: string;
   tokenId: number;
   token: string;
+  shareLinkId: number;
+  share: string;
   userId: number;
   signInSessionId: string;
 };
@@ -49,6 +51,7 @@ beforeAll(async () => {
   const job = await j(s.api(`/apps/${bApp.appId}/export`, { method: "POST", json: { format: "csv" }, headers: b }));
   const inv = await j(s.api(`/orgs/${bApp.orgId}/invitations`, { method: "POST", json: { email: "carol@example.com", role: "viewer" }, headers: b }));
   const tok = await j(s.api(`/orgs/${bApp.orgId}/tokens`, { method: "POST", json: { name: "b-token" }, headers: b }));
+  const link = await j(s.api(`/apps/${bApp.appId}/share-links`, { method: "POST", json: { name: "b-share" }, headers: b }));
   const me = await j(s.api("/me", { headers: b }));
   const sessions = (await (await s.api("/me/sessions", { headers: b })).json()) as { id: string }[];
   const orgName = "Org";
@@ -63,6 +66,8 @@ beforeAll(async () => {
     invitationId: inv.id as string,
     tokenId: tok.id as number,
     token: tok.token as string,
+    shareLinkId: link.id as number,
+    share: link.token as string,
     userId: (me.user as { id: number }).id,
     signInSessionId: sessions[0]!.id,
   };
@@ -79,12 +84,12 @@ function fill(path: string, ids: Record<string, string | number>): string {
 
 function idsOfB(path: string): Record<string, string | number> {
   const id = path.startsWith("/api/v1/orgs/") ? B.orgId : path.startsWith("/api/v1/jobs/") ? B.jobId : path.startsWith("/api/v1/me/sessions/") ? B.signInSessionId : B.appId;
-  return { id, name: "secret_b_event", key: B.key, funnel_id: B.funnelId, session_id: B.sessionId, invitation_id: B.invitationId, token_id: B.tokenId, user_id: B.userId };
+  return { id, name: "secret_b_event", key: B.key, funnel_id: B.funnelId, session_id: B.sessionId, invitation_id: B.invitationId, token_id: B.tokenId, link_id: B.shareLinkId, user_id: B.userId };
 }
 
 function idsNowhere(r: () => number): Record<string, string | number> {
   const n = 1_000_000 + Math.floor(r() * 1_000_000_000);
-  return { id: n, name: "secret_b_event", key: `ak_${n.toString(36).padStart(22, "0")}`, funnel_id: n, session_id: `${Math.floor(n / 7).toString(36)}-${n.toString(16)}`, invitation_id: `inv_${n}`, token_id: n, user_id: n };
+  return { id: n, name: "secret_b_event", key: `ak_${n.toString(36).padStart(22, "0")}`, funnel_id: n, session_id: `${Math.floor(n / 7).toString(36)}-${n.toString(16)}`, invitation_id: `inv_${n}`, token_id: n, link_id: n, user_id: n };
 }
 
 function bodyFor(method: string, path: string): unknown {
@@ -133,7 +138,7 @@ describe("org isolation", () => {
         if (inOwnApp.status !== 200 || inOwnApp.text !== nowhere.text) failures.push(`${key} in A's app with B's session: ${inOwnApp.status} ${inOwnApp.text.slice(0, 120)}`);
       }
       if (theirs.status !== 404) failures.push(`${key} with B's ids: ${theirs.status} ${theirs.text.slice(0, 160)}`);
-      for (const leak of ["secret_b_event", "b-only", "B funnel", "bob@", "carol@", "b-token", B.key]) {
+      for (const leak of ["secret_b_event", "b-only", "B funnel", "bob@", "carol@", "b-token", "b-share", B.key]) {
         if (theirs.text.includes(leak)) failures.push(`${key} leaks ${leak}`);
       }
       for (let i = 0; i < RANDOM_IDS; i++) {
@@ -161,6 +166,9 @@ describe("org isolation", () => {
     const funnels = (await (await s.api(`/apps/${B.appId}/funnels`, { headers: b })).json()) as { id: number; name: string }[];
     expect(funnels.map((f) => f.name)).toEqual(["B funnel"]);
     expect((await s.api(`/orgs/${B.orgId}/members`, { headers: { authorization: `Bearer ${B.token}` } })).status).toBe(200);
+    expect((await s.api(`/apps/${B.appId}/overview`, { headers: { authorization: `Bearer ${B.share}` } })).status).toBe(200);
+    const links = (await (await s.api(`/apps/${B.appId}/share-links`, { headers: b })).json()) as { name: string }[];
+    expect(links.map((l) => l.name)).toEqual(["b-share"]);
     const invs = (await (await s.api(`/orgs/${B.orgId}/invitations`, { headers: b })).json()) as { id: string }[];
     expect(invs.map((x) => x.id)).toEqual([B.invitationId]);
     const orgs = ((await (await s.api("/me", { headers: b })).json()) as { orgs: { id: number; name: string; role: string }[] }).orgs;

@@ -1,4 +1,4 @@
-// Apps and sites, their keys, forwarding secrets, saved funnels, and jobs.
+// Apps and sites, their keys, forwarding secrets, saved funnels, share links, and jobs.
 
 import { Elysia, t } from "elysia";
 import type { Services } from "../context.ts";
@@ -21,12 +21,17 @@ import {
   NewSavedFunnel,
   ExportRequest,
   JobStarted,
+  NewShareLink,
+  ShareLinkView,
+  CreatedShareLink,
+  SharedApp,
 } from "../models.ts";
 import { createApp, deleteApp, getApp, issueForwardingSecret, listApps, restoreApp, updateApp } from "../../domain/apps.ts";
 import { addKey, listKeys, revokeKey } from "../../domain/keys.ts";
 import { deleteFunnel, listFunnels, saveFunnel } from "../../domain/funnels.ts";
 import { getJob } from "../../domain/jobs.ts";
 import { requestExport } from "../../domain/exports.ts";
+import { createShareLink, listShareLinks, MAX_ACTIVE_SHARE_LINKS, revokeShareLink, sharedApp } from "../../domain/share-links.ts";
 
 
 export function appRoutes(svc: Services, auth: AuthPlugin) {
@@ -168,6 +173,53 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
         },
       },
     )
+    .get("/apps/:id/share-links", ({ auth, params }) => listShareLinks(db, auth.actor(), params.id), {
+      params: AppIdParams,
+      response: { 200: t.Array(ShareLinkView), ...StdErrors },
+      detail: { summary: "Active share links (never their values)", description: "Admins and owners of the app's org.", tags: ["share links"], ...access("admin") },
+    })
+    .post(
+      "/apps/:id/share-links",
+      ({ auth, params, body, status }) => status(201, createShareLink(db, auth.actor(), params.id, body?.name, svc.now(), svc.config.publicUrl)),
+      {
+        params: AppIdParams,
+        body: t.Optional(NewShareLink),
+        response: { 201: CreatedShareLink, ...StdErrors },
+        detail: {
+          summary: "Make a read-only share link for this app (value shown once)",
+          description:
+            "Admins and owners of the app's org. Whoever holds the link sends its token as Authorization: Bearer shr_... and may call " +
+            "GET /share and this app's statistics only (overview, breakdown, events, heatmap, live, sessions, funnel, paths): no org, " +
+            `settings, usage or other app. At most ${MAX_ACTIVE_SHARE_LINKS} active links per app: another is a 409 too_many_share_links. ` +
+            "A link stops when revoked, when its app or org is deleted, and when its creator is removed from the org or demoted below admin.",
+          tags: ["share links"],
+          ...access("admin"),
+        },
+      },
+    )
+    .delete(
+      "/apps/:id/share-links/:link_id",
+      ({ auth, params }) => {
+        revokeShareLink(db, auth.actor(), params.id, params.link_id, svc.now());
+        return noContent();
+      },
+      {
+        params: t.Object({ id: AppIdParams.properties.id, link_id: t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "Share link id (int64)" }) }),
+        response: { 204: t.Void(), ...StdErrors },
+        detail: { summary: "Revoke a share link (at once)", description: "Admins and owners of the app's org.", tags: ["share links"], ...access("admin") },
+      },
+    )
+    .get("/share", ({ auth }) => sharedApp(db, auth.share()), {
+      response: { 200: SharedApp, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody },
+      detail: {
+        summary: "The app a share link opens",
+        description:
+          "Only a share link's holder (Authorization: Bearer shr_...); anyone else is refused (403 share_link_required). " +
+          "An unknown or revoked link, or one whose app was deleted, is a 401.",
+        tags: ["share links"],
+        ...access("share"),
+      },
+    })
     .get("/jobs/:id", ({ auth, params }) => getJob(db, auth.actor(), params.id), {
       params: t.Object({ id: t.Integer({ minimum: 1, description: "Job id (int64)" }) }),
       response: { 200: JobView, ...StdErrors },

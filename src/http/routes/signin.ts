@@ -4,7 +4,7 @@ import { Elysia, t } from "elysia";
 import type { Services } from "../context.ts";
 import { access, SESSION_COOKIE, type AuthPlugin } from "../auth.ts";
 import { ApiError } from "../errors.ts";
-import { ErrorBody, LinkInfo, LinkRequest, Me, noContent, SessionInfo, VerifyRequest } from "../models.ts";
+import { ErrorBody, LinkInfo, LinkRequest, LinkSent, Me, noContent, SessionInfo, VerifyRequest } from "../models.ts";
 import { clientAddress } from "../client.ts";
 import { sha256 } from "../../util/secrets.ts";
 import { sign } from "../cookie-sign.ts";
@@ -23,11 +23,11 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
       async ({ body, request }) => {
         // The limiter keys on a hash of the address, so even memory holds no raw address.
         await svc.signIn.requestLink(body.email, sha256(clientAddress(request, svc.config)));
-        return new Response(null, { status: 202 });
+        return Response.json({ delivery: svc.mailer.configured ? "mail" : "server_log" } satisfies typeof LinkSent.static, { status: 202 });
       },
       {
         body: LinkRequest,
-        response: { 202: t.Void(), 400: ErrorBody, 429: ErrorBody, 503: ErrorBody },
+        response: { 202: LinkSent, 400: ErrorBody, 429: ErrorBody, 503: ErrorBody },
         detail: {
           summary: "Send a sign-in link",
           description:

@@ -1,5 +1,6 @@
 // Statistics of an app. Each endpoint accepts exactly the query parameters of its row in
-// the spec: any other is a 400 naming it.
+// the spec: any other is a 400 naming it. The statistics (not usage) also answer a share
+// link of their app (`share: true`; src/domain/share-links.ts).
 
 import { Elysia, t } from "elysia";
 import type { Services } from "../context.ts";
@@ -103,7 +104,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         params: AppIdParams,
         query: OverviewQuery,
         response: { 200: Overview, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-        detail: { summary: "Daily series and totals", description: "source is daily_totals (rollups) when unfiltered, events when filtered.", tags, ...access("viewer") },
+        detail: { summary: "Daily series and totals", description: "source is daily_totals (rollups) when unfiltered, events when filtered.", tags, ...access("viewer", { share: true }) },
       },
     )
     .get(
@@ -121,14 +122,14 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         params: AppIdParams,
         query: BreakdownQuery,
         response: { 200: Breakdown, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-        detail: { summary: "Top values of one dimension", tags, ...access("viewer") },
+        detail: { summary: "Top values of one dimension", tags, ...access("viewer", { share: true }) },
       },
     )
     .get("/apps/:id/events", ({ auth, params, query }) => stats(auth.actor(), params.id, "events", query, query.limit ?? 50, (q) => eventsList(q, query.limit ?? 50)), {
       params: AppIdParams,
       query: EventsQuery,
       response: { 200: EventsList, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-      detail: { summary: "Events by count with daily series", tags, ...access("viewer") },
+      detail: { summary: "Events by count with daily series", tags, ...access("viewer", { share: true }) },
     })
     .get(
       "/apps/:id/events/:name",
@@ -140,7 +141,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         params: t.Object({ id: AppIdParams.properties.id, name: EventNameParam }),
         query: EventDetailQuery,
         response: { 200: EventDetail, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-        detail: { summary: "One event: trend, text property values, number property statistics", tags, ...access("viewer") },
+        detail: { summary: "One event: trend, text property values, number property statistics", tags, ...access("viewer", { share: true }) },
       },
     )
     .post(
@@ -158,7 +159,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
           summary: "Ordered steps within a session and a time window",
           description: "2-10 steps; window_seconds 1 to 2678400 (31 days), default 86400; breakdown: a dimension; the 20 biggest groups.",
           tags,
-          ...access("viewer", { readOnly: true }),
+          ...access("viewer", { readOnly: true, share: true }),
         },
       },
     )
@@ -166,7 +167,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
       params: AppIdParams,
       query: WindowQuery,
       response: { 200: Heatmap, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-      detail: { summary: "Sessions by weekday and hour (UTC)", tags, ...access("viewer") },
+      detail: { summary: "Sessions by weekday and hour (UTC)", tags, ...access("viewer", { share: true }) },
     })
     .get("/apps/:id/live", ({ auth, params, query }) => stats(auth.actor(), params.id, "live", query, null, (q) => live(q), { cache: false }), {
       params: AppIdParams,
@@ -176,7 +177,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         summary: "Sessions active in the last 5 minutes (never cached)",
         description: "Events and distinct sessions from the start of the second 5 minutes ago until now (whole seconds).",
         tags,
-        ...access("viewer"),
+        ...access("viewer", { share: true }),
       },
     })
     .post("/apps/:id/paths", ({ auth, params, query, body }) => stats(auth.actor(), params.id, "paths", query, body.after, (q) => paths(q, body.after)), {
@@ -184,7 +185,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
       query: WindowQuery,
       body: PathsRequest,
       response: { 200: Paths, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-      detail: { summary: "What follows an event within a session", tags, ...access("viewer", { readOnly: true }) },
+      detail: { summary: "What follows an event within a session", tags, ...access("viewer", { readOnly: true, share: true }) },
     })
     .get(
       "/apps/:id/sessions",
@@ -194,7 +195,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         params: AppIdParams,
         query: SessionsQuery,
         response: { 200: Sessions, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-        detail: { summary: "Recent sessions and window statistics", description: "filter: platform, country, os_name, app_version only.", tags, ...access("viewer") },
+        detail: { summary: "Recent sessions and window statistics", description: "filter: platform, country, os_name, app_version only.", tags, ...access("viewer", { share: true }) },
       },
     )
     .get(
@@ -204,7 +205,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         params: t.Object({ id: AppIdParams.properties.id, session_id: t.String({ maxLength: 40 }) }),
         query: TimelineQuery,
         response: { 200: t.Array(TimelineEvent), ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-        detail: { summary: "One session's events in order", tags, ...access("viewer") },
+        detail: { summary: "One session's events in order", tags, ...access("viewer", { share: true }) },
       },
     )
     .get(
@@ -231,6 +232,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         params: AppIdParams,
         query: t.Object({ from: Day("from"), to: Day("to") }, { additionalProperties: false }),
         response: { 200: Usage, ...StdErrors },
+        // Not for share links: the org's plan and quota are not the shared app's statistics.
         detail: { summary: "Ingest health and the org's quota", tags: ["stats"], ...access("viewer") },
       },
     );
