@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
 import { threadsOf } from "./helpers/threads.ts";
 import { tempDir } from "./helpers/tmp.ts";
+import { launch, watchErrors } from "./helpers/browser.ts";
 
 const root = join(import.meta.dir, "..");
 
@@ -58,6 +59,28 @@ describe("compiled executable", () => {
       expect(await r.json()).toEqual({ accepted: 1, dropped: 0 });
       const script = await fetch(p.url + "/script.js");
       expect(await script.text()).toContain("sendBeacon");
+      // The dashboard is inside the executable: its page, and every script and style it names.
+      const page = await fetch(p.url + "/apps/1/overview");
+      expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+      const html = await page.text();
+      const assets = [...html.matchAll(/(?:src|href)="(\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
+      expect(assets.length).toBeGreaterThanOrEqual(2);
+      for (const a of assets) {
+        const r = await fetch(p.url + a);
+        expect(r.status).toBe(200);
+        expect((await r.text()).length).toBeGreaterThan(100);
+      }
+      // And it runs in a browser as built into the executable (JSX, styles, the API client).
+      const browser = await launch();
+      try {
+        const tab = await browser.newPage();
+        const errors = watchErrors(tab);
+        await tab.goto(p.url + "/signin");
+        await tab.getByRole("heading", { name: "Sign in to Sextant" }).waitFor();
+        expect(errors).toEqual([]);
+      } finally {
+        await browser.close();
+      }
     } finally {
       expect(await p.signal("SIGTERM")).toBe(0);
     }

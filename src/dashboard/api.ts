@@ -47,7 +47,32 @@ export function signInUrl(): string {
   return `/signin${qs({ next: location.pathname + location.search })}`;
 }
 
-export async function call<T>(method: string, path: string, body?: unknown, q?: Query): Promise<T> {
+/**
+ * GET answers in flight or a few seconds old, by URL: a view asking what the boot's
+ * prefetch already asked gets the same answer instead of a second round trip. Any other
+ * method empties it (what it changed must be read afresh); live counts and job states,
+ * which views poll, never enter it.
+ */
+const recent = new Map<string, { at: number; answer: Promise<unknown> }>();
+const RECENT_MS = 5000;
+
+export function call<T>(method: string, path: string, body?: unknown, q?: Query): Promise<T> {
+  if (method !== "GET") {
+    recent.clear();
+    return send<T>(method, path, body, q);
+  }
+  const key = path + qs(q);
+  const hit = recent.get(key);
+  if (hit && performance.now() - hit.at < RECENT_MS) return hit.answer as Promise<T>;
+  const answer = send<T>(method, path, body, q);
+  if (!path.endsWith("/live") && !path.startsWith("/jobs/")) {
+    recent.set(key, { at: performance.now(), answer });
+    answer.catch(() => recent.delete(key));
+  }
+  return answer;
+}
+
+async function send<T>(method: string, path: string, body?: unknown, q?: Query): Promise<T> {
   const headers: Record<string, string> = { "x-requested-with": "sextant-dashboard", accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   if (shareToken) headers.authorization = `Bearer ${shareToken}`;

@@ -5,6 +5,7 @@ import { render } from "preact";
 import { api, ApiError, notice, setShareToken, signInUrl, type Me } from "./api.ts";
 import { useLoad } from "./parts/load.ts";
 import { ErrorBox, Loading } from "./parts/ui.tsx";
+import { currentWindow } from "./parts/controls.tsx";
 import { go, onLinkClick, place, query } from "./route.ts";
 import { AppPage, loadApp } from "./views/app.tsx";
 import { Account } from "./views/account.tsx";
@@ -124,6 +125,33 @@ function Root() {
   );
 }
 
+/**
+ * The first view's requests start at once, side by side, before anything renders: who is
+ * signed in, the app, and the overview's cards and the panels every kind of app shows.
+ * The views then get the same answers (api.ts keeps them a few seconds), so no request
+ * waits on another it does not need.
+ */
+function prefetch() {
+  const p = place.value;
+  if (p.page === "share" || p.page === "signin") return;
+  void api.me().catch(() => {});
+  if (p.page !== "app" || !p.appId) return;
+  void api.app(p.appId).catch(() => {});
+  if (p.view !== "overview") return;
+  const w = currentWindow();
+  const win = { from: w.from, to: w.to, filter: w.filter };
+  const q = query.value;
+  void api.overview(p.appId, win, { compare: q.get("compare") === "1", debug: q.get("debug") === "1" }).catch(() => {});
+  const metric = q.get("metric") ?? "events";
+  for (const [tab, dim] of [
+    ["tab_locations", "country"],
+    ["tab_devices", "platform"],
+  ]) {
+    void api.breakdown(p.appId, win, q.get(tab!) ?? dim!, metric).catch(() => {});
+  }
+}
+
+prefetch();
 const root = document.getElementById("app")!;
 // The boot line goes: render adds to what the element holds.
 root.textContent = "";
