@@ -142,7 +142,7 @@ export interface Totals {
 export interface Period {
   from: string;
   to: string;
-  series: DayPoint[];
+  series: (DayPoint & { pageviews: number })[];
   totals: Totals;
 }
 export interface Overview {

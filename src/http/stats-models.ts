@@ -22,7 +22,12 @@ export const Totals = t.Object(
   },
   named("Totals"),
 );
-export const Period = t.Object({ from: t.String(), to: t.String(), series: t.Array(DayPoint), totals: Totals }, named("Period"));
+/** A DayPoint with the day's page views (an extension of the spec's DayPoint, for the dashboard's chart). */
+export const OverviewPoint = t.Object(
+  { day: t.String(), events: Int(), sessions: Int(), users: Int(), pageviews: Int({ description: "Page views that day (events named pageview)." }) },
+  named("OverviewPoint"),
+);
+export const Period = t.Object({ from: t.String(), to: t.String(), series: t.Array(OverviewPoint), totals: Totals }, named("Period"));
 export const Overview = t.Object(
   {
     current: Period,

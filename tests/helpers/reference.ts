@@ -112,9 +112,13 @@ export function refOverviewPeriod(all: StoredEvent[], q: RefQuery) {
   for (let t = q.from; t < q.to; t += DAYMS) days.push(dayOfMs(t));
   const inWin = refMatch(all, q);
   const near = refMatch(all, q, q.from - DAYMS, q.to + DAYMS);
-  const series = days.map((day) => ({ day, events: 0, sessions: 0, users: 0 }));
+  const series = days.map((day) => ({ day, events: 0, sessions: 0, users: 0, pageviews: 0 }));
   const idx = new Map(days.map((d, i) => [d, i]));
-  for (const e of inWin) series[idx.get(dayOfMs(e.ts))!]!.events++;
+  for (const e of inWin) {
+    const p = series[idx.get(dayOfMs(e.ts))!]!;
+    p.events++;
+    if (e.name === "pageview") p.pageviews++;
+  }
   for (const [d, es] of groupBy(inWin, (e) => dayOfMs(e.ts))) series[idx.get(d)!]!.users = new Set(es.map((e) => e.visitor)).size;
   const durations: number[] = [];
   let bounces = 0;

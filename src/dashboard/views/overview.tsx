@@ -1,6 +1,5 @@
 // Overview: the Totals as cards (with the change against the previous period when compare
-// is on), the daily chart of events, users, sessions (and page views' share comes from the
-// cards), and breakdown panels for every dimension the API has. A row clicked becomes a
+// is on), the daily chart of events, users, sessions and (sites) page views, and breakdown panels for every dimension the API has. A row clicked becomes a
 // filter; every card, chart and panel follows the filters (all in the URL).
 
 import { api, type AppView, type Breakdown, type Overview as OverviewData, type Window } from "../api.ts";
@@ -42,12 +41,13 @@ export function Overview({ app }: { app: AppView }) {
       {o.data && (
         <Card title="Over time" actions={<Facts data={o.data} />}>
           <TimeChart
-            title={`Events, users and sessions per day, ${w.from} to ${w.to} (UTC)`}
+            title={`Events, users, sessions${app.kind === "web" ? " and page views" : ""} per day, ${w.from} to ${w.to} (UTC)`}
             days={o.data.current.series.map((p) => p.day)}
             series={[
               { label: "Events", values: o.data.current.series.map((p) => p.events), color: "#4f7cff" },
               { label: "Users", values: o.data.current.series.map((p) => p.users), color: "#16a34a" },
               { label: "Sessions", values: o.data.current.series.map((p) => p.sessions), color: "#f59e0b" },
+              ...(app.kind === "web" ? [{ label: "Page views", values: o.data.current.series.map((p) => p.pageviews), color: "#a855f7" }] : []),
             ]}
           />
         </Card>

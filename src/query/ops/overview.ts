@@ -15,10 +15,15 @@ export interface DayPoint {
   users: number;
 }
 
+/** The overview's points also carry the day's page views (the dashboard's chart shows them). */
+export interface OverviewPoint extends DayPoint {
+  pageviews: number;
+}
+
 export interface Period {
   from: string;
   to: string;
-  series: DayPoint[];
+  series: OverviewPoint[];
   totals: {
     events: number;
     pageviews: number;
@@ -35,7 +40,7 @@ const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 1000
 export function* period(q: QueryContext): Work<Period> {
   const days = windowDays(q);
   // One point per day of the window, by index from its start (UTC midnight).
-  const series = days.map((d) => ({ day: d, events: 0, sessions: 0, users: 0 }));
+  const series = days.map((d) => ({ day: d, events: 0, sessions: 0, users: 0, pageviews: 0 }));
   let events = 0;
   let pageviews = 0;
   let sessions = 0;
@@ -49,6 +54,7 @@ export function* period(q: QueryContext): Work<Period> {
       p.events = t.events;
       p.sessions = t.sessions;
       p.users = t.users;
+      p.pageviews = t.pageviews;
       events += t.events;
       pageviews += t.pageviews;
       sessions += t.sessions;
@@ -80,9 +86,12 @@ export function* period(q: QueryContext): Work<Period> {
             if (a === b) continue;
             const d0 = Math.floor((ts[a]! - startMs) / DAY_MS);
             const d1 = Math.floor((ts[b - 1]! - startMs) / DAY_MS);
-            for (let i = a; i < b; i++) if (name[i] === pvCode) pageviews++;
             events += b - a;
             if (d0 === d1) {
+              let pv = 0;
+              for (let i = a; i < b; i++) if (name[i] === pvCode) pv++;
+              pageviews += pv;
+              series[d0]!.pageviews += pv;
               series[d0]!.events += b - a;
               visitors[d0]!.add(c.visitor[x]!);
               continue;
@@ -90,6 +99,10 @@ export function* period(q: QueryContext): Work<Period> {
             for (let i = a; i < b; i++) {
               const d = Math.floor((ts[i]! - startMs) / DAY_MS);
               series[d]!.events++;
+              if (name[i] === pvCode) {
+                pageviews++;
+                series[d]!.pageviews++;
+              }
               if (lastDay[x] === d) continue;
               lastDay[x] = d;
               visitors[d]!.add(c.visitor[x]!);
@@ -104,7 +117,10 @@ export function* period(q: QueryContext): Work<Period> {
         const d = Math.floor((ts[i]! - startMs) / DAY_MS);
         series[d]!.events++;
         events++;
-        if (name[i] === pvCode) pageviews++;
+        if (name[i] === pvCode) {
+          pageviews++;
+          series[d]!.pageviews++;
+        }
         if (lastDay[x] === d) return;
         lastDay[x] = d;
         visitors[d]!.add(c.visitor[x]!);
