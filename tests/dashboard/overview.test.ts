@@ -144,6 +144,26 @@ describe("dashboard, end to end", () => {
     await page.waitForURL(new RegExp(`/apps/${appId}$`));
     await page.locator(`li.metric[data-metric="Events"] .value[title="${visits.length}"]`).waitFor();
 
+    // A 360 px phone: nothing wider than the screen; dark when the system is.
+    await page.setViewportSize({ width: 360, height: 740 });
+    await page.locator('li.metric[data-metric="Events"]').waitFor();
+    const wide = await page.evaluate(
+      "[...document.querySelectorAll('body *')].filter((e) => !e.closest('.sr-only') && e.getBoundingClientRect().right > 361).slice(0, 8).map((e) => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))",
+    );
+    expect(wide).toEqual([]);
+    expect(Number(await page.evaluate("document.documentElement.scrollWidth"))).toBeLessThanOrEqual(360);
+    await page.emulateMedia({ colorScheme: "dark" });
+    const bg = String(await page.evaluate("getComputedStyle(document.body).backgroundColor"));
+    const [r, g, b] = bg.match(/\d+/g)!.map(Number) as [number, number, number];
+    expect(r + g + b).toBeLessThan(150);
+    await screenshot(page, "overview-phone-dark");
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // Keyboard: the skip link is the first stop and leads to the content.
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("Skip to content");
+
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.waitForURL(/\/signin$/);
     const me = await s.api("/me", { headers: { cookie: (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ") } });

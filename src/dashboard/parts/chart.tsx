@@ -47,7 +47,8 @@ export function TimeChart({ days, series, title }: { days: string[]; series: Ser
   return (
     <figure class="chart">
       <div ref={box} role="img" aria-label={title} />
-      <table class="sr-only">
+      <div class="sr-only">
+      <table>
         <caption>{title}</caption>
         <thead>
           <tr>
@@ -68,6 +69,7 @@ export function TimeChart({ days, series, title }: { days: string[]; series: Ser
           ))}
         </tbody>
       </table>
+      </div>
     </figure>
   );
 }
