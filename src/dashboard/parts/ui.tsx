@@ -44,3 +44,30 @@ export function Card({ title, children, actions }: { title: string; children: Co
     </section>
   );
 }
+
+/**
+ * One row of a top-values table: the value as a button over a bar of its share of the
+ * largest count (clicking it picks the value: a filter, the next step…), and the count.
+ */
+export function BarRow({ label, value, count, max, title, onPick }: { label: string; value: string; count: number; max: number; title: string; onPick: () => void }) {
+  return (
+    <tr data-value={value}>
+      <td>
+        <button type="button" class="row-link" title={title} onClick={onPick}>
+          <span class="bar" style={{ width: `${max ? (count / max) * 100 : 0}%` }} />
+          <span class="text">{label}</span>
+        </button>
+      </td>
+      <td class="num">
+        <Num n={count} />
+      </td>
+    </tr>
+  );
+}
+
+/** What a load has come to, short of its answer: the error (with a retry) or "loading". */
+export function LoadState({ of, what }: { of: { data: unknown; error: Error | null; loading: boolean; reload: () => void }; what: string }) {
+  if (of.error) return <ErrorBox error={of.error} onRetry={of.reload} />;
+  if (!of.data && of.loading) return <Loading what={what} />;
+  return null;
+}

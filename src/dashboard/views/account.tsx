@@ -5,7 +5,7 @@
 import { api, type Me } from "../api.ts";
 import { ActionError, useAction, utc } from "../parts/actions.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, Loading } from "../parts/ui.tsx";
+import { Card, ErrorBox, LoadState, Loading } from "../parts/ui.tsx";
 
 export function Account({ me }: { me: Me }) {
   const sessions = useLoad(() => api.sessions(), []);
@@ -71,8 +71,7 @@ export function Account({ me }: { me: Me }) {
         }
       >
         <p class="muted small">Every browser where you followed a sign-in link, for 30 days each. Signing one out ends it at once.</p>
-        {sessions.error && <ErrorBox error={sessions.error} onRetry={sessions.reload} />}
-        {!sessions.data && sessions.loading && <Loading what="your sessions" />}
+        <LoadState of={sessions} what="your sessions" />
         <ActionError action={all} />
         <ActionError action={one} />
         {sessions.data && (

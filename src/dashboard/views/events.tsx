@@ -11,7 +11,7 @@ import { TimeChart } from "../parts/chart.tsx";
 import { addFilter, currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
 import { Spark } from "../parts/spark.tsx";
-import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
+import { BarRow, Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
 import { query, setQuery, withWindow, type Place } from "../route.ts";
 import type { AppViewProps } from "./app.tsx";
 
@@ -48,8 +48,7 @@ function List({ appId, base }: { appId: number; base: string }) {
   return (
     <Card title="Events" actions={<span class="muted small">{w.from === w.to ? w.from : `${w.from} – ${w.to}`} (UTC)</span>}>
       <WindowNote />
-      {l.error && <ErrorBox error={l.error} onRetry={l.reload} />}
-      {!l.data && l.loading && <Loading what="the events" />}
+      <LoadState of={l} what="the events" />
       {l.data && <EventsTable data={l.data} base={base} />}
     </Card>
   );
@@ -179,17 +178,15 @@ function StringValues({ p }: { p: StringProperty }) {
       </thead>
       <tbody>
         {p.values.map((r) => (
-          <tr key={r.value} data-value={r.value}>
-            <td>
-              <button type="button" class="row-link" title={`Filter by ${p.key} ${r.value || "(none)"}`} onClick={() => addFilter(`prop:${p.key}`, r.value)}>
-                <span class="bar" style={{ width: `${(r.count / max) * 100}%` }} />
-                <span class="text">{r.value || "(none)"}</span>
-              </button>
-            </td>
-            <td class="num">
-              <Num n={r.count} />
-            </td>
-          </tr>
+          <BarRow
+            key={r.value}
+            label={r.value || "(none)"}
+            value={r.value}
+            count={r.count}
+            max={max}
+            title={`Filter by ${p.key} ${r.value || "(none)"}`}
+            onPick={() => addFilter(`prop:${p.key}`, r.value)}
+          />
         ))}
       </tbody>
     </table>

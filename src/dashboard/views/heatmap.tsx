@@ -8,7 +8,7 @@ import { activity, type HeatmapData } from "../api-activity.ts";
 import { full } from "../format.ts";
 import { currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
+import { Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
 import { query } from "../route.ts";
 import type { AppViewProps } from "./app.tsx";
 
@@ -29,8 +29,7 @@ export function Heatmap({ app }: AppViewProps) {
   return (
     <div class="stack">
       {notes.length > 0 && <p class="act-note small">{notes.join(" ")}</p>}
-      {h.error && <ErrorBox error={h.error} onRetry={h.reload} />}
-      {!h.data && h.loading && <Loading what="the heatmap" />}
+      <LoadState of={h} what="the heatmap" />
       {h.data && <Grid data={h.data} from={w.from} to={w.to} />}
     </div>
   );

@@ -13,7 +13,7 @@ import { ROLES, settingsApi, type BillingView, type CreatedToken, type Member, t
 import { compact, full } from "../format.ts";
 import { ActionError, ConfirmButton, ShownOnce, useAction, utc } from "../parts/actions.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
+import { Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
 import { go, place, query } from "../route.ts";
 import { roleAtLeast } from "./app.tsx";
 
@@ -99,8 +99,7 @@ function Members({ orgId, me, role, reloadMe }: { orgId: number; me: Me; role: R
   const mine = members.data?.find((m) => m.user_id === me.user.id);
   return (
     <Card title="Members" actions={members.data && <span class="small muted">{members.data.length} in all</span>}>
-      {members.error && <ErrorBox error={members.error} onRetry={members.reload} />}
-      {!members.data && members.loading && <Loading what="the members" />}
+      <LoadState of={members} what="the members" />
       {members.data && (
         <table class="list" aria-label="Members">
           <thead>

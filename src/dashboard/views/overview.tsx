@@ -7,7 +7,7 @@ import { change, compact, duration, full, percent } from "../format.ts";
 import { TimeChart } from "../parts/chart.tsx";
 import { addFilter, currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
+import { BarRow, Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
 import { useEffect, useRef, useState } from "preact/hooks";
 
@@ -48,8 +48,7 @@ export function Overview({ app }: { app: AppView }) {
   const o = useLoad(() => api.overview(app.id, win, { compare, debug }), key);
   return (
     <div class="stack">
-      {o.error && <ErrorBox error={o.error} onRetry={o.reload} />}
-      {!o.data && o.loading && <Loading what="the overview" />}
+      <LoadState of={o} what="the overview" />
       {o.data && o.data.current.totals.events === 0 && !w.filter.length && (
         <p class="status waiting" role="status">
           No events in this range yet.{" "}
@@ -160,8 +159,7 @@ function Panel({ app, panel, win }: { app: AppView; panel: (typeof PANELS)[numbe
           ))}
         </div>
       )}
-      {b.error && <ErrorBox error={b.error} onRetry={b.reload} />}
-      {!b.data && b.loading && <Loading what={panel.title.toLowerCase()} />}
+      <LoadState of={b} what={panel.title.toLowerCase()} />
       {b.data && <Rows data={b.data} />}
       {b.data?.sampled && <p class="muted small">Sampled: counts are estimates from part of the events.</p>}
     </Card>
@@ -184,17 +182,15 @@ function Rows({ data }: { data: Breakdown }) {
       </thead>
       <tbody>
         {data.rows.map((r) => (
-          <tr key={r.value}>
-            <td>
-              <button type="button" class="row-link" title={`Filter by ${data.dimension} ${r.value || "(none)"}`} onClick={() => addFilter(data.dimension, r.value)}>
-                <span class="bar" style={{ width: `${(r.count / max) * 100}%` }} />
-                <span class="text">{r.value || "(none)"}</span>
-              </button>
-            </td>
-            <td class="num">
-              <Num n={r.count} />
-            </td>
-          </tr>
+          <BarRow
+            key={r.value}
+            label={r.value || "(none)"}
+            value={r.value}
+            count={r.count}
+            max={max}
+            title={`Filter by ${data.dimension} ${r.value || "(none)"}`}
+            onPick={() => addFilter(data.dimension, r.value)}
+          />
         ))}
       </tbody>
     </table>

@@ -5,7 +5,7 @@
 
 import { eventsApi, type Paths as PathsData } from "../api-events.ts";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
+import { BarRow, Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
 import type { AppViewProps } from "./app.tsx";
 import { EVENT_NAMES_LIMIT, statsWindow, WindowNote } from "./events.tsx";
@@ -43,8 +43,7 @@ export function Paths({ app }: AppViewProps) {
       </Card>
       {after && (
         <Card title={`After ${after}`}>
-          {p.error && <ErrorBox error={p.error} onRetry={p.reload} />}
-          {!p.data && p.loading && <Loading what="the paths" />}
+          <LoadState of={p} what="the paths" />
           {p.data && <NextTable data={p.data} />}
         </Card>
       )}
@@ -69,17 +68,7 @@ function NextTable({ data }: { data: PathsData }) {
         </thead>
         <tbody>
           {data.next.map((r) => (
-            <tr key={r.value} data-value={r.value}>
-              <td>
-                <button type="button" class="row-link" title={`What comes after ${eventOf(r.value)}`} onClick={() => setQuery({ after: eventOf(r.value) })}>
-                  <span class="bar" style={{ width: `${(r.count / max) * 100}%` }} />
-                  <span class="text">{r.value}</span>
-                </button>
-              </td>
-              <td class="num">
-                <Num n={r.count} />
-              </td>
-            </tr>
+            <BarRow key={r.value} label={r.value} value={r.value} count={r.count} max={max} title={`What comes after ${eventOf(r.value)}`} onPick={() => setQuery({ after: eventOf(r.value) })} />
           ))}
         </tbody>
       </table>

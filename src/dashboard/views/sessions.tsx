@@ -11,7 +11,7 @@ import { activity, SESSION_FILTER_DIMS, type SessionItem, type SessionsData, typ
 import { compact, duration, full, percent } from "../format.ts";
 import { addFilter, currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
+import { Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
 import { query, setQuery, withWindow, type Place } from "../route.ts";
 import type { AppViewProps } from "./app.tsx";
 
@@ -59,8 +59,7 @@ function SessionList({ app, base }: { app: AppViewProps["app"]; base: string }) 
           {notes.join(" ")}
         </p>
       )}
-      {s.error && <ErrorBox error={s.error} onRetry={s.reload} />}
-      {!s.data && s.loading && <Loading what="sessions" />}
+      <LoadState of={s} what="sessions" />
       {s.data && <Summary data={s.data} web={app.kind === "web"} />}
       {s.data && (
         <Card
@@ -209,8 +208,7 @@ function Timeline({ app, id, back }: { app: number; id: string; back: string }) 
           </span>
         }
       >
-        {t.error && <ErrorBox error={t.error} onRetry={t.reload} />}
-        {!t.data && t.loading && <Loading what="the session" />}
+        <LoadState of={t} what="the session" />
         {t.data && events.length === 0 && <p class="muted">This session has no events{debug ? " in the debug data" : ""}.</p>}
         {t.data && events.length > 0 && (
           <ol class="timeline" aria-label="Events in order">

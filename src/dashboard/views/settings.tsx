@@ -10,7 +10,7 @@ import type { AppView } from "../api.ts";
 import { MAX_ACTIVE_KEYS, settingsApi, type CreatedShareLink, type JobView } from "../api-settings.ts";
 import { ActionError, ConfirmButton, ShownOnce, useAction, utc } from "../parts/actions.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
+import { Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
 import { roleAtLeast, type AppViewProps } from "./app.tsx";
 
@@ -149,8 +149,7 @@ function Keys({ app, admin }: { app: AppView; admin: boolean }) {
         Keys are public: they ship inside your {app.kind === "web" ? "pages" : "app"}. To rotate one, add a new key, ship it, then revoke the old one; a revoked key is
         refused by ingest within a minute.
       </p>
-      {keys.error && <ErrorBox error={keys.error} onRetry={keys.reload} />}
-      {!keys.data && keys.loading && <Loading what="the keys" />}
+      <LoadState of={keys} what="the keys" />
       {keys.data && (
         <table class="list" aria-label="Keys">
           <thead>

@@ -8,7 +8,7 @@ import { activity, type UsageData } from "../api-activity.ts";
 import { full, percent } from "../format.ts";
 import { currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
+import { Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
 import { query } from "../route.ts";
 import { roleAtLeast, type AppViewProps } from "./app.tsx";
 
@@ -45,8 +45,7 @@ export function Usage({ app, role }: AppViewProps) {
   return (
     <div class="stack">
       {unused.length > 0 && <p class="act-note small">Usage counts every request of the window: {unused.join(", ")} do not apply here.</p>}
-      {u.error && <ErrorBox error={u.error} onRetry={u.reload} />}
-      {!u.data && u.loading && <Loading what="usage" />}
+      <LoadState of={u} what="usage" />
       {u.data && <Quota data={u.data} orgId={app.org_id} billing={roleAtLeast(role, "admin")} />}
       {u.data && <Outcomes data={u.data} />}
     </div>
