@@ -7,7 +7,7 @@
 // nothing left by an earlier version under a purged id reaches a newcomer either.
 
 import { readdirSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { reserveIds, type Db } from "./domain/db.ts";
 import { orphans, purgeOrphanRows, type Purged } from "./domain/purge.ts";
 import type { Ingest } from "./ingest/ingest.ts";
@@ -69,14 +69,16 @@ function sweepExportFiles(db: Db, dir: string): number {
   } catch {
     return 0;
   }
-  const known = new Set(db.query<{ file: string }, []>("SELECT file FROM exports WHERE purged = 0").all().map((r) => r.file));
+  // By name: the rows hold the path as the data directory was spelled when the file was
+  // written (./data, an absolute path, a directory since moved).
+  const known = new Set(db.query<{ file: string }, []>("SELECT file FROM exports WHERE purged = 0").all().map((r) => basename(r.file)));
   let maxJob = 0;
   let n = 0;
   for (const name of names) {
     const m = /^(\d+)-/.exec(name);
     if (m) maxJob = Math.max(maxJob, Number(m[1]));
     // A job writing right now is not running yet: start-up comes before any job.
-    if (!known.has(join(dir, name))) {
+    if (!known.has(name)) {
       rmSync(join(dir, name), { force: true });
       n++;
     }

@@ -31,7 +31,8 @@ interface InvitationRow {
 export const INVITATION_LIMITS = {
   perOrg: { max: 50, windowMs: DAY, label: "50 a day per org" },
   perInviter: { max: 20, windowMs: HOUR, label: "20 an hour per inviting person" },
-  perAddress: { max: 5, windowMs: DAY, label: "5 a day per invited address" },
+  perAddress: { max: 5, windowMs: DAY, label: "5 a day per invited address from one org" },
+  perAddressAll: { max: 20, windowMs: DAY, label: "20 a day per invited address from all orgs" },
 } as const;
 
 /** Timestamps of the last `max` hits per key; an old key is dropped once its window passed. */
@@ -71,14 +72,18 @@ class SlidingWindow {
 export class InvitationLimits {
   private org = new SlidingWindow(INVITATION_LIMITS.perOrg.max, INVITATION_LIMITS.perOrg.windowMs);
   private inviter = new SlidingWindow(INVITATION_LIMITS.perInviter.max, INVITATION_LIMITS.perInviter.windowMs);
+  // Per address and org, so that no one org can use up an address's invitations for the
+  // others; and per address from all orgs, a looser bound on mail to one person.
   private address = new SlidingWindow(INVITATION_LIMITS.perAddress.max, INVITATION_LIMITS.perAddress.windowMs);
+  private addressAll = new SlidingWindow(INVITATION_LIMITS.perAddressAll.max, INVITATION_LIMITS.perAddressAll.windowMs);
 
   /** Throws `rate_limited` (with the seconds to wait) when any limit is used up. */
   check(orgId: number, userId: number, email: string, now: number): void {
     const waits: [number, string][] = [
       [this.org.wait(String(orgId), now), INVITATION_LIMITS.perOrg.label],
       [this.inviter.wait(String(userId), now), INVITATION_LIMITS.perInviter.label],
-      [this.address.wait(sha256(email), now), INVITATION_LIMITS.perAddress.label],
+      [this.address.wait(sha256(`${orgId}\n${email}`), now), INVITATION_LIMITS.perAddress.label],
+      [this.addressAll.wait(sha256(email), now), INVITATION_LIMITS.perAddressAll.label],
     ];
     const over = waits.filter(([w]) => w > 0);
     if (!over.length) return;
@@ -94,7 +99,8 @@ export class InvitationLimits {
   record(orgId: number, userId: number, email: string, now: number): void {
     this.org.add(String(orgId), now);
     this.inviter.add(String(userId), now);
-    this.address.add(sha256(email), now);
+    this.address.add(sha256(`${orgId}\n${email}`), now);
+    this.addressAll.add(sha256(email), now);
   }
 }
 

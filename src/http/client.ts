@@ -37,3 +37,20 @@ export function addressFrom(req: Request, server: { requestIP(r: Request): { add
   }
   return server.requestIP(req)?.address ?? "unknown";
 }
+
+/**
+ * The client a limit counts: an IPv4 address, or an IPv6 address's /64 (one subscriber's
+ * network: anyone holding one holds all of its addresses, so per address would be no limit).
+ */
+export function clientGroup(address: string): string {
+  if (!address.includes(":")) return address;
+  const zone = address.indexOf("%");
+  const a = (zone >= 0 ? address.slice(0, zone) : address).toLowerCase();
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (mapped) return mapped[1]!;
+  const [head = "", tail = ""] = a.split("::");
+  const h = head ? head.split(":") : [];
+  const t = a.includes("::") ? (tail ? tail.split(":") : []) : [];
+  const groups = a.includes("::") ? [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill("0"), ...t] : h;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+}

@@ -9,7 +9,7 @@ import type { Config } from "../config.ts";
 import { DomainError } from "../domain/errors.ts";
 import { RateLimiter } from "../util/rate-limit.ts";
 import { sha256 } from "../util/secrets.ts";
-import { clientAddress } from "./client.ts";
+import { clientAddress, clientGroup } from "./client.ts";
 import { ApiError } from "./errors.ts";
 
 /** 20 failures at once, then one more every 6 seconds (10 a minute). */
@@ -26,7 +26,7 @@ export class SecretGuard {
   }
 
   private key(req: Request) {
-    return sha256(clientAddress(req, this.config));
+    return sha256(clientGroup(clientAddress(req, this.config)));
   }
 
   /** Throws 429 when this client has used up its failures. */

@@ -56,7 +56,10 @@ go.onclick = async () => { go.hidden = true;
   // Back to where the dashboard's sign-in started (kept by it in this origin's storage).
   let next = "/";
   try { next = localStorage.getItem("sextant.next") || "/"; localStorage.removeItem("sextant.next"); } catch (e) {}
-  location.replace(next.charAt(0) === "/" && next.charAt(1) !== "/" ? next : "/");
+  // Only a place on this site: "/\\evil.com" and "//evil.com" resolve elsewhere.
+  let to = "/";
+  try { const u = new URL(next, location.origin); if (u.origin === location.origin) to = u.pathname + u.search + u.hash; } catch (e) {}
+  location.replace(to);
 };`,
 );
 

@@ -239,7 +239,8 @@ export class EventStore implements EventSink {
   finishFlush(heads: HeadChunk[], written: Written[]): void {
     for (const { decoded, ...p } of written) {
       this.catalog.add(p);
-      if (decoded) this.remember(p.file, decoded);
+      // A purged app's partition was just deleted (catalog.add): nothing of it is cached.
+      if (decoded && !this.catalog.isDropped(p.app)) this.remember(p.file, decoded);
     }
     for (const h of heads) {
       this.flushing.delete(h);
@@ -249,7 +250,7 @@ export class EventStore implements EventSink {
       // the event loop's faults fell from 5.3-5.8 to 2.5-3.4 a batch with this and the views
       // posted to the worker, which also ended a 30-40 ms copy per flush. Not while a
       // query still reads a view of it: then once the last such query lets go (release).
-      if (h.n < (this.o.poolMinEvents ?? 65_536)) continue;
+      if (h.n < (this.o.poolMinEvents ?? 65_536) || this.catalog.isDropped(h.app)) continue;
       if (h.readers === 0) this.pool.set(h.app, { head: h, gen: this.flushGen });
       else h.poolOnRelease = true;
     }
@@ -260,6 +261,7 @@ export class EventStore implements EventSink {
     for (const p of written) rmSync(p.file, { force: true });
     for (const h of heads) {
       this.flushing.delete(h);
+      if (this.catalog.isDropped(h.app)) continue;
       // Put the events back in front of whatever arrived meanwhile.
       const now = this.heads.get(h.app);
       if (!now) this.heads.set(h.app, h);

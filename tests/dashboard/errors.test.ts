@@ -52,6 +52,28 @@ describe("dashboard errors", () => {
     }
   }, 60_000);
 
+  test("a next address that leads off the site (/\\evil.example, //evil.example) lands on the start page instead", async () => {
+    const s = await startTestServer({ smtpUrl: smtp.url });
+    try {
+      for (const next of ["/\\evil.example/x", "//evil.example/x"]) {
+        const page = await (await browser.newContext()).newPage();
+        await page.goto(`${s.url}/signin?next=${encodeURIComponent(next)}`);
+        await page.getByLabel("Email address").fill("vera@example.com");
+        await page.getByRole("button", { name: "Send me a sign-in link" }).click();
+        await page.getByRole("heading", { name: "Check your mail" }).waitFor();
+        const link = await smtp.linkFor("vera@example.com", "/auth/verify");
+        // The same link, given a next that leads away (as a phishing page would have set it).
+        await page.evaluate(`localStorage.setItem("sextant.next", ${JSON.stringify(next)})`);
+        await page.goto(link.replace(s.server.services.config.publicUrl, s.url));
+        await page.getByRole("button", { name: "Continue" }).click();
+        await page.waitForURL(`${s.url}/`);
+        await page.context().close();
+      }
+    } finally {
+      await s.stop();
+    }
+  }, 60_000);
+
   test("a query over the server's time budget (422) says it is too heavy and to narrow the dates or filters", async () => {
     const dataDir = tempDir("sextant-dash-422-");
     let s = await startTestServer({ dataDir });

@@ -22,6 +22,10 @@ export interface TestSmtp {
   refuseRecipient(address: string, code: number | null): void;
   /** Holds every RCPT TO answer this long (a slow mail server); 0 for none. */
   delay(ms: number): void;
+  /** Holds every RCPT TO answer until the returned function is called (a mail server that hangs). */
+  hold(): () => void;
+  /** RCPT TO commands answered so far. */
+  readonly rcptAnswered: number;
   /** Waits for a message to `to` and returns the first link in it matching `pathPart`. */
   linkFor(to: string, pathPart: string, timeoutMs?: number): Promise<string>;
   close(): Promise<void>;
@@ -46,6 +50,8 @@ export async function startSmtp(): Promise<TestSmtp> {
   const messages: Received[] = [];
   let refusing = false;
   let delayMs = 0;
+  let held: (() => void)[] | null = null;
+  let rcptAnswered = 0;
   const refusedRcpt = new Map<string, number>();
   const server = new SMTPServer({
     authOptional: true,
@@ -53,11 +59,13 @@ export async function startSmtp(): Promise<TestSmtp> {
     logger: false,
     onRcptTo(address, _session, callback) {
       const answer = () => {
+        rcptAnswered++;
         const code = refusedRcpt.get(address.address.toLowerCase());
         if (code === undefined) return callback();
         callback(Object.assign(new Error(code >= 500 ? "mailbox unavailable" : "try again later"), { responseCode: code }));
       };
-      if (delayMs > 0) setTimeout(answer, delayMs);
+      if (held) held.push(answer);
+      else if (delayMs > 0) setTimeout(answer, delayMs);
       else answer();
     },
     onData(stream, session, callback) {
@@ -86,6 +94,16 @@ export async function startSmtp(): Promise<TestSmtp> {
     },
     delay: (ms) => {
       delayMs = ms;
+    },
+    hold: () => {
+      const waiting = (held ??= []);
+      return () => {
+        held = null;
+        for (const a of waiting.splice(0)) a();
+      };
+    },
+    get rcptAnswered() {
+      return rcptAnswered;
     },
     async linkFor(to, pathPart, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;

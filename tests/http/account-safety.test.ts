@@ -84,9 +84,10 @@ describe("invitation limits", () => {
     const body = await json<{ error: { code: string; message: string } }>(over);
     expect(body.error.code).toBe("rate_limited");
     expect(body.error.message).toContain("5 a day per invited address");
-    // From another org and another inviter too: the limit protects the recipient.
+    // Another org still invites that address: no org can use up its invitations for the
+    // others (the bound from all orgs is 20 a day).
     const other = await newOrg("olga", "Other");
-    expect((await invite(other, "popular@example.com", "olga")).status).toBe(429);
+    expect((await invite(other, "popular@example.com", "olga")).status).toBe(201);
     expect((await invite(org, "someone-else@example.com", "pat")).status).toBe(201);
     clock.advance(86_400_000);
     expect((await invite(org, "popular@example.com", "pat")).status).toBe(201);
@@ -333,26 +334,25 @@ describe("sign-in no one else can block", () => {
 describe("invite-only sign-up: no account enumeration", () => {
   test("with a slow, failing mail server a known and an unknown address both get 202 at once; the failure is logged", async () => {
     const slow = await startSmtp();
-    const DELAY = 3000;
-    slow.delay(DELAY);
+    // The mail server answers nothing until released: an answer that waited for it could not arrive.
+    const release = slow.hold();
     slow.refuseRecipient("known@example.com", 451);
     const t = await startTestServer({ smtpUrl: slow.url, signup: "invite" });
     try {
       t.server.services.db.run("INSERT INTO users (email, created_at) VALUES ('known@example.com', 1)");
-      const timed = async (email: string) => {
-        const t0 = performance.now();
+      const ask = async (email: string) => {
         const r = await t.api("/auth/magic-link", { method: "POST", json: { email } });
-        return { status: r.status, body: await r.text(), ms: performance.now() - t0 };
+        return { status: r.status, body: await r.text() };
       };
-      const known = await timed("known@example.com");
-      const unknown = await timed("unknown@example.com");
+      const known = await ask("known@example.com");
+      const unknown = await ask("unknown@example.com");
       expect([known.status, known.body]).toEqual([202, JSON.stringify({ delivery: "mail" })]);
       expect([unknown.status, unknown.body]).toEqual([202, JSON.stringify({ delivery: "mail" })]);
-      // Neither waits for the mail server (which holds every answer DELAY ms).
-      expect(known.ms).toBeLessThan(DELAY / 3);
-      expect(unknown.ms).toBeLessThan(DELAY / 3);
+      // Neither waited for the mail server: it has answered nothing yet.
+      expect(slow.rcptAnswered).toBe(0);
+      release();
       // The failure reaches the log, without the address or the link; the link is dead.
-      const deadline = Date.now() + DELAY + 5000;
+      const deadline = Date.now() + 10_000;
       let line: string | undefined;
       while (!(line = t.logs.find((l) => l.includes("sign-in link not mailed"))) && Date.now() < deadline) await Bun.sleep(50);
       expect(line).toBeDefined();

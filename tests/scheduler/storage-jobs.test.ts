@@ -85,7 +85,7 @@ describe("storage jobs on a driven clock", () => {
       clock.ms += 10_000;
       await s.server.services.scheduler.advanceTo(clock.ms);
       expect(ingest.pendingAnswers).toBe(0);
-      expect(ingest.answerRunStats()).toEqual({ runs: 1, answers: 4 });
+      expect(ingest.answerRunStats()).toMatchObject({ runs: 1, answers: 4 });
       expect(files(join(s.dataDir, "events")).length).toBe(1);
     } finally {
       await s.stop();

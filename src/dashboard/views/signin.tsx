@@ -6,6 +6,17 @@ import { useState } from "preact/hooks";
 import { api, ApiError } from "../api.ts";
 import { query } from "../route.ts";
 
+/** A place on this site to come back to, or "/": "//evil.com" and "/\\evil.com" resolve elsewhere. */
+function sameSite(next: string | null): string {
+  if (!next) return "/";
+  try {
+    const u = new URL(next, location.origin);
+    return u.origin === location.origin ? u.pathname + u.search + u.hash : "/";
+  } catch {
+    return "/";
+  }
+}
+
 export function SignIn() {
   const [email, setEmail] = useState("");
   const [sent, setSent] = useState<null | "mail" | "server_log">(null);
@@ -18,7 +29,7 @@ export function SignIn() {
     setError(null);
     try {
       try {
-        localStorage.setItem("sextant.next", next && next.startsWith("/") && !next.startsWith("//") ? next : "/");
+        localStorage.setItem("sextant.next", sameSite(next));
       } catch {
         // storage off: the link lands on the dashboard's start
       }

@@ -5,7 +5,7 @@ import type { Services } from "../context.ts";
 import { access, SESSION_COOKIE, type AuthPlugin } from "../auth.ts";
 import { ApiError } from "../errors.ts";
 import { ErrorBody, LinkInfo, LinkRequest, LinkSent, Me, noContent, SessionInfo, VerifyRequest } from "../models.ts";
-import { clientAddress } from "../client.ts";
+import { clientAddress, clientGroup } from "../client.ts";
 import { sha256 } from "../../util/secrets.ts";
 import { sign } from "../cookie-sign.ts";
 import { endSession, listSessions, SESSION_TTL_MS } from "../../domain/signin.ts";
@@ -22,7 +22,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
       "/auth/magic-link",
       async ({ body, request }) => {
         // The limiter keys on a hash of the address, so even memory holds no raw address.
-        await svc.signIn.requestLink(body.email, sha256(clientAddress(request, svc.config)));
+        await svc.signIn.requestLink(body.email, sha256(clientGroup(clientAddress(request, svc.config))));
         return Response.json({ delivery: svc.mailer.configured ? "mail" : "server_log" } satisfies typeof LinkSent.static, { status: 202 });
       },
       {
