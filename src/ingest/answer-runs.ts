@@ -361,8 +361,8 @@ export class AnswerRuns {
   }
 
   /**
-   * Rewrites every run without the answers of these apps (purged), one run at a time,
-   * after any merge under way. A run's answers are all in the old or the new file at
+   * Rewrites every run that holds answers of these apps (purged) without them, one run at a
+   * time, after any merge under way. A run's answers are all in the old or the new file at
    * every moment, as in a merge.
    */
   purgeApps(apps: ReadonlySet<number>): Promise<void> {
@@ -373,7 +373,8 @@ export class AnswerRuns {
       .then(async () => {
         for (const run of [...this.runs]) {
           if (this.closed) return;
-          if (this.runs.includes(run)) await this.merge([run], -Infinity, apps);
+          // Read first: a run holding none of them is left as it is (no rewrite, no fsync).
+          if (this.runs.includes(run) && (await this.holdsAny(run, apps))) await this.merge([run], -Infinity, apps);
         }
       })
       .finally(() => {
@@ -381,6 +382,18 @@ export class AnswerRuns {
       });
     this.merging = p;
     return p;
+  }
+
+  /** Whether a run holds an answer of any of these apps (read in steps, in the thread pool). */
+  private async holdsAny(run: Run, apps: ReadonlySet<number>): Promise<boolean> {
+    const buf = new Uint8Array(STEP * ENTRY);
+    const view = new DataView(buf.buffer);
+    for (let first = 0; first < run.count; first += STEP) {
+      const n = Math.min(STEP, run.count - first);
+      await readFullAsync(run.fd, buf, n * ENTRY, HEADER + first * ENTRY);
+      for (let k = 0; k < n; k++) if (apps.has(view.getUint32(k * ENTRY + 16, true))) return true;
+    }
+    return false;
   }
 
   private async retire(run: Run) {

@@ -55,6 +55,27 @@ describe("orderByHash", () => {
 });
 
 describe("AnswerRuns", () => {
+  test("purgeApps removes a purged app's answers, rewriting only the runs that hold them", async () => {
+    const dir = tempDir("sextant-runs-purge-");
+    const runs = AnswerRuns.open(dir, log, KEEP);
+    const mixed = answers(600, 7); // apps 1-3
+    const other = answers(300, 8).map((a) => ({ ...a, app: 9 }));
+    await runs.write(mixed);
+    await runs.write(other);
+    const before = readdirSync(dir).sort();
+    const otherFile = before[1]!;
+    const otherMtime = statSync(join(dir, otherFile)).mtimeMs;
+    await runs.purgeApps(new Set([2]));
+    const after = readdirSync(dir).sort();
+    // The run without app 2 is the same file, untouched; the mixed one was replaced.
+    expect(after).toContain(otherFile);
+    expect(statSync(join(dir, otherFile)).mtimeMs).toBe(otherMtime);
+    expect(after).not.toContain(before[0]);
+    for (const a of [...mixed, ...other]) expect(runs.get(a.app, a.batchId, T0 - DAY)).toEqual(a.app === 2 ? undefined : expected(a));
+    expect(runs.size).toBe(mixed.filter((a) => a.app !== 2).length + other.length);
+    await runs.close();
+  });
+
   test("every answer written is found, exactly as given; others are not; across reopening", async () => {
     const dir = tempDir("sextant-runs-");
     const runs = AnswerRuns.open(dir, log, KEEP);
