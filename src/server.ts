@@ -89,6 +89,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     "/v1/batch": {
       POST: (req: Request, server: Server<undefined>) =>
         fast ? timed(req, "/v1/batch", () => fast!.batch(req, addressFrom(req, server, config))) : notReady(),
+      OPTIONS: (req: Request) => (fast ? timed(req, "/v1/batch", () => fast!.batchPreflight()) : notReady()),
     },
     "/v1/event": {
       POST: (req: Request, server: Server<undefined>) =>

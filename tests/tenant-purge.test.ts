@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { filesBelow, tempDir } from "./helpers/tmp.ts";
 import { errorCode, startTestServer, TestClock, type TestServer } from "./helpers/server.ts";
 import { batch, newApp, ownerHeaders, sendBatch } from "./helpers/ingest.ts";
@@ -190,6 +190,33 @@ describe("purging a deleted org", () => {
   }, 60_000);
 });
 
+describe("after a purge, ingest's memory", () => {
+  test("other apps' batch answers still leave memory once saved and old (a purged app's pending answers count as saved)", async () => {
+    const clock = new TestClock(Date.UTC(2026, 10, 20, 10, 30));
+    const s = await startTestServer({ trustProxy: true }, { clock });
+    try {
+      const alice = await ownerHeaders(s, "alice@example.com");
+      const a = await newApp(s, alice);
+      const bob = await ownerHeaders(s, "bob@example.com");
+      const b = await newApp(s, bob);
+      // Answers of both apps wait for a checkpoint; then Alice's org is deleted and purged.
+      await sendEvents(s, a.key, 10, clock, "alice");
+      await sendEvents(s, b.key, 20, clock, "bob");
+      expect((await s.api(`/orgs/${a.orgId}`, { method: "DELETE", json: { confirm: "Org" }, headers: alice })).status).toBeLessThan(300);
+      await s.server.services.scheduler.run("purge-deleted-orgs");
+      // Ten minutes on, the answers in memory are past keeping there (they are in a run).
+      clock.advance(10 * 60_000);
+      await sendEvents(s, b.key, 5, clock, "bob-later");
+      await s.server.services.scheduler.run("flush");
+      await sendEvents(s, b.key, 5, clock, "bob-last");
+      // Only the last batches are still held in memory.
+      expect(s.server.services.ingest.answerRunStats().recent).toBeLessThanOrEqual(2);
+    } finally {
+      await s.stop();
+    }
+  }, 60_000);
+});
+
 describe("export downloads", () => {
   test("answer 404 once the app is deleted (410 stays for expired links), and 404 for a file that is missing", async () => {
     const clock = new TestClock(Date.UTC(2026, 10, 20, 10, 30));
@@ -215,6 +242,25 @@ describe("export downloads", () => {
       const missing = await fetch(url2);
       expect(missing.status).toBe(404);
       expect(await errorCode(missing)).toBe("not_found");
+    } finally {
+      await s.stop();
+    }
+  }, 60_000);
+
+  test("a restart with the data directory spelled another way (relative, absolute) keeps live exports", async () => {
+    const dataDir = newDir();
+    const clock = new TestClock(Date.UTC(2026, 10, 20, 10, 30));
+    let s = await startTestServer({ dataDir: relative(process.cwd(), dataDir), trustProxy: true }, { clock });
+    const alice = await ownerHeaders(s, "alice@example.com");
+    const a = await newApp(s, alice);
+    await sendEvents(s, a.key, 5, clock, "alice");
+    const url = await exportUrl(s, alice, a.appId);
+    const path = new URL(url).pathname;
+    await s.stop();
+    s = await startTestServer({ dataDir, trustProxy: true }, { clock });
+    try {
+      expect(files(join(dataDir, "exports")).length).toBe(1);
+      expect((await s.req(path)).status).toBe(200);
     } finally {
       await s.stop();
     }

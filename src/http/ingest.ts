@@ -22,6 +22,27 @@ const CORS_PREFLIGHT = {
   "access-control-max-age": "86400",
 };
 
+// Batches from a browser (a web view, an Electron renderer, a page using the SDK) are
+// cross-origin requests with custom headers: the preflight is answered for any origin, as
+// app keys are not tied to origins (apps have none), and every answer allows any origin
+// without credentials and lets the SDK read Retry-After.
+const BATCH_CORS = {
+  "access-control-allow-origin": "*",
+  "access-control-expose-headers": "Retry-After",
+};
+const BATCH_PREFLIGHT = {
+  ...BATCH_CORS,
+  "access-control-allow-methods": "POST, OPTIONS",
+  "access-control-allow-headers": "Content-Type, Content-Encoding, X-App-Key, X-Batch-Id",
+  "access-control-max-age": "86400",
+};
+
+/** The batch answer with the CORS headers a browser needs to read it (only when the request came with an Origin). */
+function batchCors(req: Request, res: Response): Response {
+  if (req.headers.has("origin")) for (const [k, v] of Object.entries(BATCH_CORS)) res.headers.set(k, v);
+  return res;
+}
+
 const jsonBody = (schema: object, description: string, type = "application/json") => ({
   requestBody: { required: true, description, content: { [type]: { schema } } },
 });
@@ -58,29 +79,32 @@ export function ingestHandlers(svc: Services) {
     }
     return errorResponse(503, "overloaded", "The server is over capacity; keep the events and retry after the delay.", { "retry-after": String(wait) });
   };
+  const batchAnswer = async (req: Request, address: string): Promise<Response> => {
+    const shed = overloaded(address, h(req, "x-app-key"));
+    if (shed) return shed;
+    ingest.shedder.enter(address);
+    try {
+      const encoding = (h(req, "content-encoding") ?? "").trim().toLowerCase();
+      const ans = await ingest.batch({
+        key: h(req, "x-app-key"),
+        batchId: h(req, "x-batch-id"),
+        contentType: h(req, "content-type"),
+        gzip: encoding === "gzip",
+        unsupportedEncoding: encoding !== "" && encoding !== "identity" && encoding !== "gzip" ? encoding : undefined,
+        countryHeader: config.trustProxy ? (h(req, "cf-ipcountry") ?? h(req, "x-sextant-country")) : null,
+        body: new Uint8Array(await req.arrayBuffer()),
+        address,
+      });
+      return Response.json(ans);
+    } catch (e) {
+      return fail(e);
+    } finally {
+      ingest.shedder.leave(address);
+    }
+  };
   return {
     async batch(req: Request, address: string): Promise<Response> {
-      const shed = overloaded(address, h(req, "x-app-key"));
-      if (shed) return shed;
-      ingest.shedder.enter(address);
-      try {
-        const encoding = (h(req, "content-encoding") ?? "").trim().toLowerCase();
-        const ans = await ingest.batch({
-          key: h(req, "x-app-key"),
-          batchId: h(req, "x-batch-id"),
-          contentType: h(req, "content-type"),
-          gzip: encoding === "gzip",
-          unsupportedEncoding: encoding !== "" && encoding !== "identity" && encoding !== "gzip" ? encoding : undefined,
-          countryHeader: config.trustProxy ? (h(req, "cf-ipcountry") ?? h(req, "x-sextant-country")) : null,
-          body: new Uint8Array(await req.arrayBuffer()),
-          address,
-        });
-        return Response.json(ans);
-      } catch (e) {
-        return fail(e);
-      } finally {
-        ingest.shedder.leave(address);
-      }
+      return batchCors(req, await batchAnswer(req, address));
     },
     async web(req: Request, address: string): Promise<Response> {
       const shed = overloaded(address);
@@ -108,6 +132,9 @@ export function ingestHandlers(svc: Services) {
       } finally {
         ingest.shedder.leave(address);
       }
+    },
+    batchPreflight(): Response {
+      return new Response(null, { status: 204, headers: BATCH_PREFLIGHT });
     },
     preflight(req: Request): Response {
       const origin = h(req, "origin");
@@ -141,6 +168,16 @@ export function ingestRoutes(svc: Services, handlers: IngestHandlers = ingestHan
           { name: "Content-Encoding", in: "header", required: false, schema: { type: "string", enum: ["gzip"] } },
         ],
         ...jsonBody({ ...Batch, properties: { ...Batch.properties, events: { ...Batch.properties.events, items: BatchEvent } } }, "A Batch."),
+      },
+    })
+    .options("/v1/batch", () => handlers.batchPreflight(), {
+      response: { 204: t.Void() },
+      detail: {
+        summary: "CORS preflight for batches",
+        description:
+          "204 for any origin: Access-Control-Allow-Origin *, -Methods POST, -Headers Content-Type, Content-Encoding, X-App-Key, X-Batch-Id. " +
+          "Batch answers to a request with an Origin carry Access-Control-Allow-Origin * and expose Retry-After (the SDK in a browser or web view).",
+        tags: ["ingest"],
       },
     })
     .post("/v1/event", ({ request }) => handlers.web(request, clientAddress(request, config)), {

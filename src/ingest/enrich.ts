@@ -86,6 +86,8 @@ export function parseAgent(ua: string): AgentInfo {
 // ---- page URL ---------------------------------------------------------------------------
 
 export interface PageInfo {
+  /** The URL's host name as it is (lower-cased, no port): checked against the site's origins. */
+  host: string;
   hostname: string;
   pathname: string;
   utm_source: string;
@@ -170,6 +172,7 @@ function parsePageUncached(u: string): PageInfo | null {
     if (r !== "/") path = (path === "/" ? "" : path.replace(/\/$/, "")) + "/#" + readablePath(r);
   }
   return {
+    host: url.hostname.toLowerCase(),
     hostname: cut(url.hostname.toLowerCase().replace(/^www\./, "")),
     pathname: cut(path),
     utm_source: utm("source"),

@@ -432,6 +432,13 @@ export class Ingest {
       this.count(app, now, "origin_refused");
       throw refuse("forbidden", "origin_refused", "This page's origin is not among the site's origins.");
     }
+    // The page itself must be on one of the site's hosts too, with or without an Origin (a
+    // proxied install sends none): otherwise one site's key, from its own pages or through
+    // its proxy, could write another host's pages into its stats.
+    if (!pageHostAllowed(body.page.host, info.origins)) {
+      this.count(app, now, "origin_refused");
+      throw refuse("forbidden", "origin_refused", "The page's address (u) is not on a host of the site's origins.");
+    }
     const allowOrigin = origin && originOk ? origin : null;
     const rateWait = info.paused ? 0 : this.keyRates.take(body.k, 1, keySpec(this.d.limitFor(info.orgId)));
     if (rateWait > 0) {
@@ -680,8 +687,9 @@ export class Ingest {
    * is written and fsynced in the thread pool). Before the log that also holds them is dropped.
    */
   async writeAnswerRun(s: IngestSnapshot): Promise<void> {
-    if (this.droppedApps.size) s.answers = s.answers.filter((a) => !this.droppedApps.has(a.app));
-    await this.runs.write(s.answers);
+    // Purged apps' answers stay in the snapshot (markSaved marks them saved in memory) but
+    // are not written.
+    await this.runs.write(this.droppedApps.size ? s.answers.filter((a) => !this.droppedApps.has(a.app)) : s.answers);
   }
 
   /**
@@ -721,9 +729,9 @@ export class Ingest {
     return this.runs.compact(this.d.now());
   }
 
-  /** How the answer runs stand (tests, diagnostics). */
-  answerRunStats(): { runs: number; answers: number } {
-    return { runs: this.runs.runCount, answers: this.runs.size };
+  /** How the answer runs stand (tests, diagnostics); `recent`: answers held in memory. */
+  answerRunStats(): { runs: number; answers: number; recent: number } {
+    return { runs: this.runs.runCount, answers: this.runs.size, recent: this.recent.size };
   }
 
   /** A checkpoint that failed: its batch answers are written by the next one. */
@@ -800,7 +808,15 @@ export class Ingest {
       this.droppedOrgs.add(org);
       this.quota.dropOrg(org);
     }
-    if (apps.length) this.newAnswers = this.newAnswers.filter((a) => !this.droppedApps.has(a.app));
+    if (apps.length) {
+      // Their answers leave without a run; they count as saved, or the recent answers after
+      // them would never leave memory (prune stops at the first one not saved).
+      this.newAnswers = this.newAnswers.filter((a) => {
+        if (!this.droppedApps.has(a.app)) return true;
+        this.recent.markSaved(a.recent);
+        return false;
+      });
+    }
   }
 
   /** Rewrites the answer runs without these apps' answers (after the checkpoint that follows dropApps). */
@@ -878,5 +894,24 @@ function originAllowedUncached(origin: string, allowed: string[]): boolean {
   }
   return false;
 }
+
+/**
+ * The host of a page's URL against the site's origins: the host of an origin exactly, or a
+ * subdomain of a *.example.com one. Scheme and port are not compared: the Origin header
+ * checks them for pages in a browser, and the stats keep the host name alone.
+ */
+export function pageHostAllowed(host: string, allowed: string[]): boolean {
+  return hostMemo(`${host}\u0000${allowed.join(" ")}`);
+}
+
+const hostMemo = memo(10_000, (key) => {
+  const [host, list] = key.split("\u0000") as [string, string];
+  for (const a of list ? list.split(" ") : []) {
+    const m = /^https?:\/\/(\*\.)?([^/]+?)(:\d+)?$/.exec(a);
+    if (!m) continue;
+    if (m[1] ? host.endsWith("." + m[2]) : host === m[2]) return true;
+  }
+  return false;
+});
 
 export type { KeyInfo };

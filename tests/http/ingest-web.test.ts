@@ -141,6 +141,30 @@ describe("web events", () => {
     expect(await errorCode(none)).toBe("origin_refused");
   });
 
+  test("the page (u) must be on a host of the site's origins too: another host is 403 origin_refused, counted", async () => {
+    const w = await newApp(s, owner, "web", ["https://example.com", "https://*.example.org"], site.orgId);
+    const send = async (u: string, origin = "https://example.com") => {
+      const r = await sendWeb(s.url, { k: w.key, n: "pageview", u }, { origin, ...client() });
+      return r.status === 403 ? `403 ${await errorCode(r)}` : String(r.status);
+    };
+    // The site's own origin with another host's page: one site's key cannot write another
+    // host's pages into its stats.
+    expect(await send("https://evil.example.net/pricing")).toBe("403 origin_refused");
+    expect(await send("https://www.example.com/")).toBe("403 origin_refused"); // exact host, as origins match
+    expect(await send("https://example.org/")).toBe("403 origin_refused"); // a wildcard is subdomains only
+    expect(await send("https://example.com.evil.net/")).toBe("403 origin_refused");
+    // Hosts of the site's origins, from any of its origins; the scheme and port of u are not
+    // compared (the Origin header checks them, and the stats keep the host alone).
+    expect(await send("https://example.com/pricing")).toBe("202");
+    expect(await send("https://shop.example.org/cart", "https://example.com")).toBe("202");
+    expect(await send("https://example.com/", "https://shop.example.org")).toBe("202");
+    expect(await send("http://example.com:8080/")).toBe("202");
+    expect(stored(w.appId).map((e) => e.dims.hostname)).toEqual(["example.com", "shop.example.org", "example.com", "example.com"]);
+    const u = (await (await s.api(`/apps/${w.appId}/usage`, { headers: owner })).json()) as { outcomes: Record<string, number> };
+    expect(u.outcomes.origin_refused).toBe(4);
+    expect(u.outcomes.accepted).toBe(4);
+  });
+
   test("localhost pages are debug data", async () => {
     await sendWeb(s.url, event({ u: "http://localhost:3000/dev" }), { origin: "http://localhost:3000", ...client() });
     expect(stored().at(-1)!.debug).toBe(true);
@@ -306,6 +330,11 @@ describe("visitors and sessions", () => {
       const viaHeader = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec, "cf-ipcountry": "NZ" });
       expect(viaHeader.status).toBe(202);
       expect([...t.server.services.store.events(w.appId)].at(-1)!.dims.country).toBe("NZ");
+      // Through the proxy (no Origin) the page's host is checked against the site's origins
+      // all the same: a visitor cannot send another host's pages through the site's proxy.
+      const elsewhere = await sendWeb(t.url, { ...body, u: "https://evil.example.net/" }, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec });
+      expect(elsewhere.status).toBe(403);
+      expect(await errorCode(elsewhere)).toBe("origin_refused");
       const wrong = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": secret });
       expect(wrong.status).toBe(403);
       // A new secret invalidates the previous one.

@@ -27,6 +27,7 @@ interface PageOpts {
   visibility?: string;
   queued?: [string, unknown?][];
   screenWidth?: number;
+  localStorage?: Record<string, string>;
 }
 
 /** A page that loads the tracker; returns what it sent and handles to drive it. */
@@ -35,7 +36,15 @@ function page(o: PageOpts = {}) {
   const listeners: Record<string, ((e?: unknown) => void)[]> = {};
   const docListeners: Record<string, ((e?: unknown) => void)[]> = {};
   const attrs: Record<string, string> = { "data-key": "wk_test", ...(o.attrs ?? {}) };
-  const location = { href: o.href ?? "https://example.com/" };
+  const location = {
+    href: o.href ?? "https://example.com/",
+    get pathname() {
+      return new URL(this.href).pathname;
+    },
+    get hash() {
+      return new URL(this.href).hash;
+    },
+  };
   class FakeBlob {
     constructor(
       readonly parts: string[],
@@ -83,6 +92,7 @@ function page(o: PageOpts = {}) {
     },
   };
   if (o.queued) ctx.sextant = { q: o.queued };
+  if (o.localStorage) ctx.localStorage = o.localStorage;
   ctx.window = ctx;
   createContext(ctx);
   runInContext(TRACKER_JS, ctx);
@@ -90,7 +100,7 @@ function page(o: PageOpts = {}) {
     sent,
     location,
     history,
-    fire: (t: string) => (listeners[t] ?? []).forEach((f) => f()),
+    fire: (t: string, e?: unknown) => (listeners[t] ?? []).forEach((f) => f(e)),
     becomeVisible: () => {
       document.visibilityState = "visible";
       [...(docListeners.visibilitychange ?? [])].forEach((f) => f());
@@ -123,6 +133,52 @@ describe("the tracker, run in a page", () => {
       ["pageview", "https://example.com/docs"],
       ["pageview", "https://example.com/back"],
     ]);
+  });
+
+  // Changed on purpose in version 2: a page view is a new path, not a new URL. Search boxes
+  // and filters that sync the query string (replaceState or pushState) are not page views.
+  test("only a new path is a page view: a query or hash change through history is not", () => {
+    const p = page({ href: "https://example.com/search" });
+    p.history.replaceState({}, "", "/search?q=a");
+    p.history.replaceState({}, "", "/search?q=ab");
+    p.history.pushState({}, "", "/search?q=abc#results");
+    p.history.replaceState({}, "", "/found"); // a path change counts, whichever method made it
+    expect(p.sent.map((s) => s.body.u)).toEqual(["https://example.com/search", "https://example.com/found"]);
+  });
+
+  test("a back/forward cache restore (pageshow, persisted) is a page view; a plain pageshow is not", () => {
+    const p = page();
+    p.fire("pageshow", { persisted: false });
+    p.fire("pageshow", { persisted: true });
+    expect(p.sent.map((s) => s.body.n)).toEqual(["pageview", "pageview"]);
+  });
+
+  test("data-props on page views; data-manual sends only the page views the site calls, with their u and props", () => {
+    const props = page({ attrs: { "data-props": '{"author":"ann"}' } });
+    props.call("signup");
+    expect(props.sent.map((s) => [s.body.n, s.body.p])).toEqual([
+      ["pageview", { author: "ann" }],
+      ["signup", null],
+    ]);
+    const manual = page({ attrs: { "data-manual": "", "data-props": '{"author":"ann"}' }, queued: [["pageview", { u: "/users/:id" }]] });
+    manual.history.pushState({}, "", "/users/7");
+    manual.fire("pageshow", { persisted: true });
+    manual.call("pageview", { u: "https://example.com/users/:id", props: { tab: "x" } });
+    expect(manual.sent.map((s) => [s.body.n, s.body.u, s.body.p])).toEqual([
+      ["pageview", "https://example.com/users/:id", { author: "ann" }],
+      ["pageview", "https://example.com/users/:id", { author: "ann", tab: "x" }],
+    ]);
+  });
+
+  test("data-exclude: * within a segment, ** across; the opt-out flag sends nothing", () => {
+    const urls = ["/admin", "/admin/", "/admin/users", "/admin/users/7", "/blog/a/edit", "/blog/a/b/edit", "/docs"];
+    const sentFor = (u: string) => page({ href: "https://example.com" + u, attrs: { "data-exclude": "/admin, /admin/*, /blog/*/edit" } }).sent.length;
+    expect(urls.map(sentFor)).toEqual([0, 0, 0, 1, 0, 1, 1]);
+    expect(page({ href: "https://example.com/admin/users/7", attrs: { "data-exclude": "/admin/**" } }).sent.length).toBe(0);
+    const out = page({ localStorage: { sextant_ignore: "true" } });
+    out.call("signup");
+    expect(out.sent).toEqual([]);
+    expect(page({ localStorage: { sextant_ignore: "false" } }).sent.length).toBe(1);
   });
 
   test("hash changes count only with data-hash", () => {

@@ -1,5 +1,6 @@
-// The install step of an app or site: for a site the script tag with its key, for an app a
-// batch sent with curl (the SDK comes with issue [3/6]); then "waiting for the first event",
+// The install step of an app or site: for a site the script tag with its key, for an app the
+// SDK's five lines (sdk/js) with its key and this server's address, then a batch sent with
+// curl to try it from a terminal; then "waiting for the first event",
 // which turns to "receiving events" when one arrives (it asks the live count every 3 s
 // until then, and stops).
 
@@ -34,6 +35,12 @@ export function Install({ app }: { app: AppView }) {
   if (keys.error) return <ErrorBox error={keys.error} onRetry={keys.reload} />;
   if (!key) return keys.loading ? <Loading what="the key" /> : <p>This app has no active key: add one in its settings.</p>;
   const tag = `<script defer src="${origin}/script.js" data-key="${key}"></script>`;
+  const sdk = `import { Sextant } from "sextant-sdk";
+
+const sx = new Sextant({ key: "${key}", host: "${origin}", appVersion: "1.0.0" });
+sx.track("app_open", { screen: "home" });
+await sx.flush();     // optional: resolves once the server has the events
+await sx.shutdown();  // when the app quits`;
   const batch = JSON.stringify({
     sdk: "curl",
     system: { os_name: "macOS", app_version: "1.0.0" },
@@ -60,7 +67,14 @@ export function Install({ app }: { app: AppView }) {
         ) : (
           <>
             <p>
-              Post batches of events to <code>/v1/batch</code> with the app key. Try it from a terminal:
+              Add the SDK (<code>sextant-sdk</code>, in <code>sdk/js</code> of the Sextant repository; browsers, Node, Bun, Deno, Electron,
+              React Native) and track events. It batches, compresses, retries and keeps unsent events across restarts.
+            </p>
+            <pre class="code" aria-label="SDK example">
+              {sdk}
+            </pre>
+            <p>
+              Or post batches of events to <code>/v1/batch</code> with the app key yourself. Try it from a terminal:
             </p>
             <pre class="code" aria-label="curl example">
               {curl}
