@@ -19,6 +19,16 @@ Usage:
                               Put an org on a plan by hand (servers without billing, or
                               support). Safe while the server runs; applies within 10 s.
                               With Stripe on, the org's next subscription event wins.
+  sextant backup DEST [--incremental] [options]
+                              Copy the data directory to DEST while the server runs
+                              (or not): metadata, partitions (hard links on the same file
+                              system), the write-ahead log up to a named point. DEST must
+                              be new or empty; --incremental updates a backup in DEST,
+                              copying only the partitions it lacks (docs/storage.md).
+  sextant restore SRC [--force] [options]
+                              Copy the backup SRC into the data directory (the server
+                              must be stopped). A non-empty data directory is refused
+                              unless --force, which replaces its contents.
   sextant --help              Show this help.
   sextant --version           Print the version.
 
@@ -43,6 +53,9 @@ async function main(argv: string[]): Promise<number> {
       return generateCommand(rest);
     case "org":
       return orgCommand(rest);
+    case "backup":
+    case "restore":
+      return backupCommand(command, rest);
     default:
       process.stderr.write(`sextant: unknown command ${JSON.stringify(command)} (see sextant --help)\n`);
       return 2;
@@ -142,6 +155,42 @@ async function orgCommand(args: string[]): Promise<number> {
   } finally {
     admin.close();
   }
+}
+
+/** `sextant backup DEST [--incremental]`, `sextant restore SRC [--force]`; the rest are config flags. */
+async function backupCommand(command: "backup" | "restore", args: string[]): Promise<number> {
+  const own = command === "backup" ? "--incremental" : "--force";
+  const words: string[] = [];
+  const flags: string[] = [];
+  let switched = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === own) switched = true;
+    else if (a.startsWith(own + "=")) throw new ConfigError(`${own} takes no value`);
+    else if (!a.startsWith("--")) words.push(a);
+    else if (a.includes("=") || a === "--trust-proxy") flags.push(a);
+    else flags.push(a, ...(args[i + 1] !== undefined ? [args[++i]!] : []));
+  }
+  const usage = command === "backup" ? "sextant backup DEST [--incremental]" : "sextant restore SRC [--force]";
+  if (words.length !== 1 || words[0] === "") throw new ConfigError(`usage: ${usage} (${words.length === 0 ? `${command === "backup" ? "DEST" : "SRC"} is missing` : `unexpected ${JSON.stringify(words[1])}`})`);
+  const config = loadConfig(flags);
+  const { backup, describeBackup, formatBytes, restore } = await import("../src/backup.ts");
+  if (command === "backup") {
+    const r = await backup(config.dataDir, words[0]!, {
+      incremental: switched,
+      onPoint: (at) => process.stdout.write(`copying ${config.dataDir}: every event acknowledged before ${at} will be in the backup\n`),
+      onRetry: (why) => process.stdout.write(`starting again: ${why}\n`),
+    });
+    process.stdout.write(describeBackup(r) + "\n");
+    return 0;
+  }
+  const r = await restore(words[0]!, config.dataDir, { force: switched });
+  process.stdout.write(
+    `restored ${r.files} files (${formatBytes(r.bytes)}) into ${r.dataDir} in ${(r.ms / 1000).toFixed(2)} s` +
+      (r.point ? `; the backup holds every event acknowledged before ${r.point.at} (log sequence ${r.point.seq})` : "") +
+      "\n",
+  );
+  return 0;
 }
 
 main(process.argv.slice(2)).then(

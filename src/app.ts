@@ -5,6 +5,7 @@
 import { Elysia } from "elysia";
 import { ApiError, errorPlugin } from "./http/errors.ts";
 import { healthRoutes } from "./http/health.ts";
+import { metricsRoutes, readyRoutes } from "./http/metrics.ts";
 import { requestLog } from "./http/request-log.ts";
 import type { Services } from "./http/context.ts";
 import { authPlugin, routeAccessTable } from "./http/auth.ts";
@@ -84,6 +85,8 @@ export function buildApi(svc: Services) {
   return app
     .use(openapiDoc(svc, VERSION))
     .use(healthRoutes())
+    .use(readyRoutes(svc))
+    .use(metricsRoutes(svc))
     .use(pageRoutes(svc))
     .use(signInRoutes(svc, auth))
     .use(orgRoutes(svc, auth))
@@ -96,7 +99,7 @@ export function buildApi(svc: Services) {
 }
 
 export function buildIngest(svc: Services) {
-  return base(svc).app.use(healthRoutes()).use(ingestApp(svc));
+  return base(svc).app.use(healthRoutes()).use(readyRoutes(svc)).use(ingestApp(svc));
 }
 
 export type ApiApp = ReturnType<typeof buildApi>;

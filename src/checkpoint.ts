@@ -19,6 +19,7 @@ import type { Logger } from "./log.ts";
 import type { Ingest } from "./ingest/ingest.ts";
 import type { EventStore } from "./store/store.ts";
 import { pruneStateFiles, pruneStateFilesSync, readStateFile, writeStateFile } from "./checkpoint-state.ts";
+import type { ServerMetrics } from "./metrics.ts";
 
 export interface CheckpointDeps {
   db: Db;
@@ -27,6 +28,8 @@ export interface CheckpointDeps {
   store: EventStore;
   /** Where each checkpoint's session state file goes (`<data dir>/state`). */
   stateDir: string;
+  /** Where checkpoint and flush times are counted (GET /metrics); absent for the commands. */
+  metrics?: ServerMetrics;
 }
 
 export function checkpointSeq(db: Db): number {
@@ -115,7 +118,9 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   // Then the slow part, off the event loop: the partitions.
   let written: Awaited<ReturnType<EventStore["writeHeads"]>> = [];
   try {
+    const tFlush = performance.now();
     written = await d.store.writeHeads(heads, gen);
+    d.metrics?.flush.observe((performance.now() - tFlush) / 1000);
     await d.ingest.writeAnswerRun(ingestState);
     await writeStateFile(d.stateDir, gen, [ingestState.webSessions, rollups.sessions]);
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
@@ -138,6 +143,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
     if (e instanceof SimulatedCrash) throw e;
     d.store.abandonFlush(heads, written);
     d.ingest.unsnapshot(ingestState);
+    if (d.metrics) d.metrics.checkpointFailures.value++;
     d.log.error("checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message });
     throw e;
   }
@@ -156,6 +162,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
     await d.ingest.dropLog(seq);
     await pruneStateFiles(d.stateDir, gen).catch((e) => d.log.warn("old session state files not deleted", { error: (e as Error).message }));
   }
+  d.metrics?.checkpoint.observe((performance.now() - t0) / 1000);
   const ms = Math.round(performance.now() - t0);
   // scratch_mb: what the partition writer keeps between flushes (taken from the cache's budget).
   const scratch_mb = Math.round(d.store.scratchHeld() / 1048576);

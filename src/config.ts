@@ -10,6 +10,8 @@ export type LogFormat = "json" | "pretty" | "silent";
 
 export interface Config {
   dataDir: string;
+  /** Where the scheduled `backup` job keeps its copy of the data directory; null: the job is off. */
+  backupDir: string | null;
   host: string;
   port: number;
   ingestPort: number | null;
@@ -20,6 +22,8 @@ export interface Config {
   smtpFrom: string;
   signup: "open" | "invite";
   cookieSecret: string | null;
+  /** Bearer token that GET /metrics asks for; null: /metrics is off (404). */
+  metricsToken: string | null;
   plansFile: string | null;
   hardLimitPercent: number;
   memoryMb: number;
@@ -106,6 +110,17 @@ export const OPTIONS = [
     parse: nonEmpty,
   } satisfies Option<"dataDir">,
   {
+    key: "backupDir",
+    env: "SEXTANT_BACKUP_DIR",
+    flag: "--backup-dir",
+    unit: "path",
+    defaultText: "unset: no scheduled backup",
+    description: "Turns on the scheduled `backup` job (daily at 03:30 UTC; SEXTANT_JOB_SCHEDULE changes it): an incremental `sextant backup` of the data directory into this directory, outside the data directory (docs/storage.md, \"Backup and restore\").",
+    accepts: "a directory path",
+    fallback: () => null,
+    parse: nonEmpty,
+  } satisfies Option<"backupDir">,
+  {
     key: "host",
     env: "SEXTANT_HOST",
     flag: "--host",
@@ -133,7 +148,7 @@ export const OPTIONS = [
     flag: "--ingest-port",
     unit: "TCP port",
     defaultText: "unset (no second listener)",
-    description: "Optional second listener that serves only ingest and /healthz.",
+    description: "Optional second listener that serves only ingest, /healthz and /readyz.",
     accepts: "an integer from 0 to 65535",
     fallback: () => null,
     parse: int(0, 65535),
@@ -228,6 +243,18 @@ export const OPTIONS = [
     fallback: () => null,
     parse: (raw: string) => (raw.length >= 32 ? raw : undefined),
   } satisfies Option<"cookieSecret">,
+  {
+    key: "metricsToken",
+    env: "SEXTANT_METRICS_TOKEN",
+    flag: "--metrics-token",
+    unit: "string",
+    defaultText: "unset: /metrics is off (404)",
+    description:
+      "Bearer token a Prometheus scraper sends to GET /metrics. Only this token opens it, never an org's API token: the metrics add up every tenant of the server (docs/monitoring.md).",
+    accepts: "a string of 32 to 256 characters without spaces",
+    fallback: () => null,
+    parse: (raw: string) => (/^\S{32,256}$/.test(raw) ? raw : undefined),
+  } satisfies Option<"metricsToken">,
   {
     key: "plansFile",
     env: "SEXTANT_PLANS_FILE",
@@ -367,7 +394,7 @@ export const OPTIONS = [
     flag: "--job-schedule",
     unit: "name=cron;...",
     defaultText: "built-in (docs/storage.md)",
-    description: "Replaces the schedule of named jobs, e.g. `compact=0 20 3 * * *` to compact at 03:20 UTC. Cron with optional seconds, UTC; jobs: flush, flush-if-large, compact, rollups, purge-*, rotate-salts, exports, billing-sweep.",
+    description: "Replaces the schedule of named jobs, e.g. `compact=0 20 3 * * *` to compact at 03:20 UTC. Cron with optional seconds, UTC; jobs: flush, flush-if-large, compact, rollups, purge-*, rotate-salts, exports, billing-sweep, backup.",
     accepts: "name=pattern pairs separated by ;",
     fallback: () => ({}),
     parse: (raw: string) => {

@@ -1,26 +1,30 @@
-// Exports: every event of an app in one file, Parquet (default) or CSV, written by a job
-// and downloadable for 7 days through an unguessable link that needs no session.
+// Exports: every event of an app (or of a range of UTC days) in one file, Parquet (default)
+// or CSV, written by a job and downloadable for 7 days through an unguessable link that
+// needs no session.
 //
-// Columns (both formats): ts (UTC; Parquet TIMESTAMP millis, CSV ISO 8601), name, session
-// (an opaque id, 16 hex digits), debug, every string dimension (country ... utm_term), and
-// properties (one JSON object per event: text and number properties). There is no visitor
-// column and nothing that identifies a device or person.
+// Streamed: the partitions and copies of the heads are taken at one instant
+// (EventStore.exportPlan), then each part is decoded, cut to the range and appended to
+// the file in an export thread of its own (store/export-rows.ts: the columns, formats and
+// what is left out), one at a time, and let go. The event loop only sends the parts'
+// names; memory is one part's columns and output, whatever the app's size. Progress
+// (parts and rows written) is in the job's view while it runs.
 
-import { createWriteStream, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Db } from "./domain/db.ts";
 import type { Logger } from "./log.ts";
-import { claimJob, failJob, finishJob, type JobRow } from "./domain/jobs.ts";
+import { claimJob, failJob, finishJob, setJobProgress, type JobRow } from "./domain/jobs.ts";
 import { randomToken, sha256 } from "./util/secrets.ts";
 import { iso } from "./domain/time.ts";
 import type { EventStore } from "./store/store.ts";
-import { CTX_DIMS, Dict, type Chunk } from "./store/chunk.ts";
-import { STRING_DIMS } from "./store/event.ts";
-import { writeColumns, type ColumnValues } from "./store/parquet-columns.ts";
-import { writeAtomic } from "./store/store.ts";
+import { packForExport, startExportThread } from "./store/files.ts";
+import type { ExportFormat, PartDone } from "./store/export-rows.ts";
+import type { RowGroupMeta } from "./store/parquet-columns.ts";
+
+export type { ExportFormat } from "./store/export-rows.ts";
 
 export const EXPORT_TTL_MS = 7 * 86_400_000;
-export type ExportFormat = "parquet" | "csv";
+const DAY_MS = 86_400_000;
 
 export interface ExportDeps {
   db: Db;
@@ -30,6 +34,14 @@ export interface ExportDeps {
   publicUrl: string;
   now: () => number;
 }
+
+/**
+ * Nice steps by which an export's thread runs below the server: the lowest priority. An
+ * export has no deadline; on an idle machine it runs at full speed, and under ingest it
+ * takes what is left. At the partition writer's 5 steps, ingest's p99 during a large
+ * export went past twice its p99 alone (bench/RESULTS.md, "Exports at any size").
+ */
+const EXPORT_NICE = 19;
 
 /** Runs pending export jobs one after another (called by the scheduler and after a POST). */
 export async function runExportJobs(d: ExportDeps): Promise<number> {
@@ -48,15 +60,45 @@ export async function runExportJobs(d: ExportDeps): Promise<number> {
 }
 
 async function exportJob(d: ExportDeps, job: JobRow) {
-  const { app, format } = JSON.parse(job.params) as { app: number; format: ExportFormat };
+  const { app, format, from, to } = JSON.parse(job.params) as { app: number; format: ExportFormat; from?: string; to?: string };
   mkdirSync(d.dir, { recursive: true });
   const token = randomToken(32);
   const ext = format === "csv" ? "csv" : "parquet";
   const file = join(d.dir, `${job.id}-${sha256(token).slice(0, 16)}.${ext}`);
-  // Copies of the heads: writing a CSV yields to the event loop, and a flush meanwhile
-  // hands a head's arrays on to new events.
-  const chunks = d.store.snapshot(app);
-  const rows = format === "csv" ? await writeCsv(file, chunks) : writeParquet(file, chunks);
+  const tmp = `${file}.tmp`;
+  const fromMs = from ? Date.parse(`${from}T00:00:00Z`) : -Infinity;
+  const toMs = to ? Date.parse(`${to}T00:00:00Z`) + DAY_MS : Infinity;
+  const t0 = performance.now();
+  const plan = d.store.exportPlan(app, fromMs, toMs);
+  const thread = startExportThread(d.log, EXPORT_NICE);
+  const progress = { done_partitions: 0, total_partitions: plan.partitions.length + plan.heads.length, rows: 0 };
+  setJobProgress(d.db, job.id, { ...progress });
+  const groups: RowGroupMeta[] = [];
+  let bytes = 0;
+  try {
+    await thread.run({ step: "start", tmp, format });
+    const parts: (() => Promise<PartDone>)[] = [
+      ...plan.partitions.map((p) => () => thread.run<PartDone>({ step: "part", tmp, format, file: p.file, fromMs, toMs })),
+      ...plan.heads.map((c) => () => {
+        const { value, transfer } = packForExport(c);
+        return thread.run<PartDone>({ step: "part", tmp, format, chunk: value, fromMs, toMs }, transfer);
+      }),
+    ];
+    for (const part of parts) {
+      const done = await part();
+      if (done.group) groups.push(done.group);
+      progress.done_partitions++;
+      progress.rows += done.rows;
+      setJobProgress(d.db, job.id, { ...progress });
+    }
+    ({ bytes } = await thread.run<{ bytes: number }>({ step: "finish", tmp, file, format, groups }));
+  } catch (e) {
+    await thread.run({ step: "abandon", tmp }).catch(() => rmSync(tmp, { force: true }));
+    throw e;
+  } finally {
+    plan.release();
+    thread.close();
+  }
   const now = d.now();
   const expires = now + EXPORT_TTL_MS;
   try {
@@ -66,101 +108,16 @@ async function exportJob(d: ExportDeps, job: JobRow) {
     rmSync(file, { force: true });
     throw e;
   }
+  d.log.info("export written", { job: job.id, app, format, partitions: progress.total_partitions, rows: progress.rows, bytes, ms: Math.round(performance.now() - t0) });
   return {
     url: `${d.publicUrl}/exports/${token}`,
     format,
-    rows,
-    bytes: statSync(file).size,
+    rows: progress.rows,
+    bytes: bytes || statSync(file).size,
     expires_at: iso(expires),
+    ...(from ? { from } : {}),
+    ...(to ? { to } : {}),
   };
-}
-
-const sessionId = (s: number) => s.toString(16).padStart(16, "0");
-
-function propsJson(c: Chunk): (string | null)[] {
-  const out: (Record<string, string | number> | null)[] = new Array(c.n).fill(null);
-  for (const [k, p] of c.sp) for (let j = 0; j < p.n; j++) (out[p.rows[j]!] ??= {})[k] = p.dict.values[p.codes[j]!]!;
-  for (const [k, p] of c.np) for (let j = 0; j < p.n; j++) (out[p.rows[j]!] ??= {})[k] = p.vals[j]!;
-  return out.map((o) => (o ? JSON.stringify(o) : null));
-}
-
-function writeParquet(file: string, chunks: Chunk[]): number {
-  const total = chunks.reduce((a, c) => a + c.n, 0);
-  const ts = new Float64Array(total);
-  const debug = new Uint8Array(total);
-  const dicts = { name: new Dict(), session: new Dict(), properties: new Dict(), ...Object.fromEntries(STRING_DIMS.map((d) => [d, new Dict()])) } as Record<string, Dict>;
-  const codes = Object.fromEntries(Object.keys(dicts).map((k) => [k, new Uint32Array(total)])) as Record<string, Uint32Array>;
-  const propsPresent = new Uint8Array(total);
-  let o = 0;
-  for (const c of chunks) {
-    const props = propsJson(c);
-    for (let i = 0; i < c.n; i++, o++) {
-      const x = c.ctx[i]!;
-      ts[o] = c.ts[i]!;
-      debug[o] = c.debug[x]!;
-      codes.name![o] = dicts.name!.code(c.dicts.name.values[c.name[i]!]!);
-      codes.session![o] = dicts.session!.code(sessionId(c.session[x]!));
-      codes.pathname![o] = dicts.pathname!.code(c.dicts.pathname.values[c.pathname[i]!]!);
-      for (const dim of CTX_DIMS) codes[dim]![o] = dicts[dim]!.code(c.dicts[dim].values[c.dims[dim][x]!]!);
-      const p = props[i];
-      if (p) {
-        propsPresent[o] = 1;
-        codes.properties![o] = dicts.properties!.code(p);
-      }
-    }
-  }
-  const cols: ColumnValues[] = [
-    { kind: "timestamp", name: "ts", vals: ts },
-    { kind: "codes", name: "name", codes: codes.name!, values: dicts.name!.values },
-    { kind: "codes", name: "session", codes: codes.session!, values: dicts.session!.values },
-    { kind: "bool", name: "debug", vals: debug },
-    ...STRING_DIMS.map((d): ColumnValues => ({ kind: "codes", name: d, codes: codes[d]!, values: dicts[d]!.values })),
-    { kind: "codes", name: "properties", codes: codes.properties!, values: dicts.properties!.values, present: propsPresent },
-  ];
-  writeAtomic(file, writeColumns(total, cols, [{ key: "sextant-export", value: "1" }], (b) => Bun.zstdCompressSync(b, { level: 6 })));
-  return total;
-}
-
-const CSV_HEADER = ["ts", "name", "session", "debug", ...STRING_DIMS, "properties"];
-
-/** RFC 4180: quote every field that holds a comma, quote, CR or LF; and guard against formulas. */
-function csvField(v: string): string {
-  // A leading =, +, - or @ makes spreadsheets run the cell as a formula: prefix a quote.
-  const safe = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
-}
-
-async function writeCsv(file: string, chunks: Chunk[]): Promise<number> {
-  const tmp = `${file}.tmp`;
-  const out = createWriteStream(tmp);
-  const write = (s: string) => (out.write(s) ? Promise.resolve() : new Promise<void>((r) => out.once("drain", () => r())));
-  await write(CSV_HEADER.join(",") + "\r\n");
-  let rows = 0;
-  for (const c of chunks) {
-    const props = propsJson(c);
-    let buf = "";
-    for (let i = 0; i < c.n; i++) {
-      const x = c.ctx[i]!;
-      const fields = [
-        new Date(c.ts[i]!).toISOString(),
-        c.dicts.name.values[c.name[i]!]!,
-        sessionId(c.session[x]!),
-        c.debug[x] ? "true" : "false",
-        ...STRING_DIMS.map((d) => (d === "pathname" ? c.dicts.pathname.values[c.pathname[i]!]! : c.dicts[d].values[c.dims[d][x]!]!)),
-        props[i] ?? "",
-      ];
-      buf += fields.map(csvField).join(",") + "\r\n";
-      rows++;
-      if (buf.length > 1 << 20) {
-        await write(buf);
-        buf = "";
-      }
-    }
-    if (buf) await write(buf);
-  }
-  await new Promise<void>((res, rej) => out.end((e?: Error | null) => (e ? rej(e) : res())));
-  renameSync(tmp, file);
-  return rows;
 }
 
 /** The file behind a download link, or why not: unknown (404) or expired (410). */

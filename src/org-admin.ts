@@ -6,9 +6,12 @@ import type { Config } from "./config.ts";
 import { loadPlans } from "./config.ts";
 import { openDb } from "./domain/db.ts";
 import { Billing } from "./domain/billing.ts";
+import { checkDataFormat } from "./format.ts";
 
 export function openOrgAdmin(config: Config) {
   const plans = loadPlans(config);
+  // A directory a newer Sextant wrote is refused before its schema is touched (src/format.ts).
+  checkDataFormat(config.dataDir);
   const db = openDb(config.dataDir);
   const billing = new Billing(db, { plans, prices: config.stripePrices, provider: null, publicUrl: () => config.publicUrl, hardLimitPercent: config.hardLimitPercent }, Date.now);
   return {

@@ -24,6 +24,7 @@ import { purgeExpiredExports, runExportJobs } from "./export.ts";
 import { stripeProvider } from "./domain/stripe.ts";
 import { SecretGuard } from "./http/guard.ts";
 import { ConfigError, loadPlans } from "./config.ts";
+import { checkApart, scheduledBackup } from "./backup.ts";
 
 import { join } from "node:path";
 
@@ -61,6 +62,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const now = opts.now ?? Date.now;
   const badSchedule = scheduleProblems(config.jobSchedule);
   if (badSchedule.length) throw new ConfigError(`SEXTANT_JOB_SCHEDULE: ${badSchedule.join("; ")}`);
+  if (config.backupDir) checkApart(config.dataDir, config.backupDir, "SEXTANT_BACKUP_DIR");
   if (config.stripeSecretKey && !config.stripeWebhookSecret) {
     throw new ConfigError("SEXTANT_STRIPE_WEBHOOK_SECRET must be set with SEXTANT_STRIPE_SECRET_KEY: without webhooks no payment would change a plan");
   }
@@ -141,7 +143,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     exporting ??= runExportJobs(exportDeps).finally(() => (exporting = null));
   };
   const guard = new SecretGuard(config, now);
-  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans, billing, guard, kickExports };
+  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans, billing, guard, kickExports, metrics: storage.metrics };
   store.onFull = () => {
     // Outside the append: the checkpoint waits for in-flight writes first.
     setTimeout(() => void storage.checkpoint().catch(() => {}), 0);
@@ -161,6 +163,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     purgeExports: (t) => purgeExpiredExports(db, t),
     dropAppData: (purged) => dropTenantData({ db, log, store, ingest, checkpoint: () => storage.checkpoint() }, purged),
     billingSweep: () => billing.sweep(),
+    backup: config.backupDir ? () => scheduledBackup(config.dataDir, config.backupDir!, log) : undefined,
   })) {
     const pattern = config.jobSchedule[job.name];
     scheduler.add(pattern ? { ...job, pattern } : job);
@@ -176,6 +179,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
 
   const url = `http://${displayHost(config.host)}:${main.port}`;
   const ingestUrl = ingestListener ? `http://${displayHost(config.host)}:${ingestListener.port}` : url;
+  // /readyz answers 200 from here on: the log is replayed and both listeners serve the apps.
+  storage.metrics.ready = true;
   log.info("listening", { url, ingest_url: ingestUrl, data_dir: config.dataDir });
   kickExports();
   // Whoever waits for this line (an operator, a supervisor, a test) should see it now.
@@ -184,6 +189,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      storage.metrics.ready = false;
       // stop(false): refuse new connections, let in-flight requests finish.
       await Promise.all([main.stop(false), ingestListener?.stop(false)]);
       ingest.shedder.stop();

@@ -14,13 +14,17 @@ import type { Logger } from "./log.ts";
 import { Ingest } from "./ingest/ingest.ts";
 import { EventStore } from "./store/store.ts";
 import { sweepOrphans } from "./tenant-purge.ts";
+import { checkDataFormat, DATA_FORMAT, writeDataFormat } from "./format.ts";
 import { checkpoint, checkpointGen, checkpointSeq, loadCheckpoint, type CheckpointDeps } from "./checkpoint.ts";
+import { ServerMetrics } from "./metrics.ts";
 
 export interface Storage extends CheckpointDeps {
   db: Db;
   store: EventStore;
   ingest: Ingest;
   billing: Billing;
+  /** Checkpoint and query counts for GET /metrics (ingest and the log keep their own). */
+  metrics: ServerMetrics;
   checkpoint(): ReturnType<typeof checkpoint>;
   /** Checkpoints (unless `abort`), closes the log and the database, releases the lock. */
   close(opts?: { abort?: boolean }): Promise<void>;
@@ -30,10 +34,12 @@ export interface Storage extends CheckpointDeps {
 export const stateDirOf = (dataDir: string) => join(dataDir, "state");
 
 export function openStorage(config: Config, log: Logger, now: () => number, plans: Plan[], provider: PaymentProvider | null = null): Storage {
+  // Before anything is created or changed: a directory a newer Sextant wrote is refused.
+  const format = checkDataFormat(config.dataDir);
   mkdirSync(config.dataDir, { recursive: true });
   const release = lockDataDir(config.dataDir);
   try {
-    const db = openDb(config.dataDir);
+    const db = openDbOrRefuse(config.dataDir);
     const billing = new Billing(
       db,
       { plans, prices: config.stripePrices, provider, publicUrl: () => config.publicUrl, hardLimitPercent: config.hardLimitPercent, log },
@@ -70,7 +76,12 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
     const { maxApp, ...replayed } = ingest.replay(seq);
     sweepOrphans({ db, log, store, ingest }, { exportsDir: join(config.dataDir, "exports"), maxAppInLog: maxApp });
     log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
-    const deps = { db, log, ingest, store, stateDir };
+    // Recorded once everything above has read and migrated the directory (src/format.ts).
+    if (format !== DATA_FORMAT) {
+      writeDataFormat(config.dataDir);
+      if (format > 0) log.info("data directory upgraded", { from_format: format, to_format: DATA_FORMAT });
+    }
+    const deps = { db, log, ingest, store, stateDir, metrics: new ServerMetrics() };
     let closed = false;
     return {
       ...deps,
@@ -91,6 +102,17 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
     };
   } catch (e) {
     release();
+    throw e;
+  }
+}
+
+/** openDb, with a schema newer than this build's answered as the format refusal (one line, exit code 2). */
+function openDbOrRefuse(dir: string): Db {
+  try {
+    return openDb(dir);
+  } catch (e) {
+    const m = /newer Sextant \(schema (\d+), this build knows (\d+)/.exec((e as Error).message);
+    if (m) throw new ConfigError(`the data directory ${dir} was written by a newer Sextant (metadata schema ${m[1]}; this build reads up to ${m[2]})`);
     throw e;
   }
 }

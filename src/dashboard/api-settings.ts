@@ -24,6 +24,8 @@ export interface JobView {
   created_at: string;
   result?: { url?: string; format?: string; rows?: number; bytes?: number; expires_at?: string } | null;
   error?: string | null;
+  /** Parts (partitions, recent events) written so far, while an export runs. */
+  progress?: { done_partitions: number; total_partitions: number; rows: number } | null;
 }
 export interface ShareLinkView {
   id: number;

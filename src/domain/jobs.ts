@@ -21,13 +21,33 @@ export interface JobRow {
   created_at: number;
 }
 
-export const jobView = (j: JobRow) => ({
+export interface JobProgress {
+  done_partitions: number;
+  total_partitions: number;
+  rows: number;
+}
+
+/**
+ * Running jobs' progress, per metadata store (tests run several servers in one process), in
+ * memory: it changes every few hundred ms of an export, and is worth no write (an fsync)
+ * each time; a restart runs the job again from the start anyway.
+ */
+const progressOf = new WeakMap<Db, Map<number, JobProgress>>();
+
+export function setJobProgress(db: Db, id: number, p: JobProgress): void {
+  let m = progressOf.get(db);
+  if (!m) progressOf.set(db, (m = new Map()));
+  m.set(id, p);
+}
+
+export const jobView = (j: JobRow, db?: Db) => ({
   id: j.id,
   kind: j.kind,
   state: j.state,
   created_at: iso(j.created_at),
   result: j.result === null ? null : (JSON.parse(j.result) as Record<string, unknown>),
   error: j.error,
+  progress: (db && progressOf.get(db)?.get(j.id)) ?? null,
 });
 
 export function getJob(db: Db, actor: Actor, jobId: number) {
@@ -40,7 +60,7 @@ export function getJob(db: Db, actor: Actor, jobId: number) {
     if ((e as { kind?: string }).kind === "not_found") throw notFound("job");
     throw e;
   }
-  return jobView(job);
+  return jobView(job, db);
 }
 
 /** A new job in state pending. */

@@ -12,6 +12,7 @@ import type { EventStore } from "../store/store.ts";
 import type { Plan } from "../domain/plans.ts";
 import type { Billing } from "../domain/billing.ts";
 import type { SecretGuard } from "./guard.ts";
+import type { ServerMetrics } from "../metrics.ts";
 
 export interface Services {
   config: Config;
@@ -32,4 +33,6 @@ export interface Services {
   guard: SecretGuard;
   /** Starts pending export jobs now (they also run from the scheduler). */
   kickExports: () => void;
+  /** Checkpoint and query counts, and readiness (GET /metrics, /readyz). */
+  metrics: ServerMetrics;
 }

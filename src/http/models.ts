@@ -17,6 +17,7 @@ export type ErrorBody = typeof ErrorBody.static;
 
 export const Health = t.Object({ status: t.Literal("ok") }, { title: "Health" });
 export type Health = typeof Health.static;
+export const Ready = t.Object({ status: t.Literal("ready") }, { title: "Ready" });
 
 // Elysia's t.Integer also accepts numeric strings (right for path parameters, which are
 // text); bodies and responses use TypeBox's strict integer so JSON "5" is refused and
@@ -201,6 +202,21 @@ export const JobView = t.Object(
     created_at: Iso(),
     result: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown()))),
     error: t.Optional(t.Nullable(t.String())),
+    progress: t.Optional(
+      t.Nullable(
+        t.Object(
+          {
+            done_partitions: Int(),
+            total_partitions: Int(),
+            rows: Int(),
+          },
+          {
+            description:
+              "An export's progress: parts written (partition files, and the events not yet in one counted as one part each) of those it reads, and rows written so far. Null before it starts and after a restart of the server.",
+          },
+        ),
+      ),
+    ),
   },
   named("JobView", {}),
 );
@@ -215,8 +231,14 @@ export const StdErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: 
 /** 204 with no body. */
 export const noContent = () => new Response(null, { status: 204 });
 
+const ExportDay = (what: string) =>
+  t.Optional(t.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: `${what}: UTC date YYYY-MM-DD, inclusive. Default: ${what === "from" ? "the app's first event" : "its last"}.` }));
 export const ExportRequest = t.Object(
-  { format: t.Optional(t.Union([t.Literal("parquet"), t.Literal("csv")], { default: "parquet" })) },
+  {
+    format: t.Optional(t.Union([t.Literal("parquet"), t.Literal("csv")], { default: "parquet" })),
+    from: ExportDay("from"),
+    to: ExportDay("to"),
+  },
   named("ExportRequest", strict),
 );
 export const JobStarted = t.Object({ job_id: Int() }, named("JobStarted", {}));

@@ -24,6 +24,7 @@ import type { EventSink, StoredEvent } from "../store/event.ts";
 import { countryFromHeader, countryOf, memo, parseAgent } from "./enrich.ts";
 import { KeyCache, type KeyInfo } from "./keys.ts";
 import { UsageCounters, type DropReason, type Outcome, type OutcomeCounts } from "./outcomes.ts";
+import { IngestMetrics } from "../metrics.ts";
 import { batchEvents, parseBatch, parseWebEvent, webEvent } from "./pipeline.ts";
 import { Quota } from "./quota.ts";
 import { LoadShedder, type ShedOptions } from "./shed.ts";
@@ -143,6 +144,8 @@ const refuse = (kind: DomainError["kind"], code: string, message: string, retryA
 export class Ingest {
   readonly keys: KeyCache;
   readonly usage = new UsageCounters();
+  /** Server-wide counts for GET /metrics (no app or org in them); not checkpointed. */
+  readonly metrics = new IngestMetrics();
   readonly shedder: LoadShedder;
   readonly quota: Quota;
   readonly salts: Salts;
@@ -241,6 +244,7 @@ export class Ingest {
     const seen = this.recent.get(app, batchId, keyHash) ?? this.storedAnswer(app, batchId, now, keyHash);
     if (seen) {
       this.count(app, now, "duplicate", seen.ans.accepted + seen.ans.dropped || 1);
+      this.metrics.batchDuplicate(seen.ans.accepted + seen.ans.dropped);
       return seen.ans;
     }
     if (this.inflight.has(dedupeKey)) {
@@ -301,6 +305,7 @@ export class Ingest {
       }
       this.quota.commit(info.orgId, events.length, now);
       this.commitBatch(app, info.orgId, batchId, dedupeKey, keyHash, now, events, drops, ans);
+      this.metrics.batchStored(events.length, drops);
       return ans;
     } finally {
       this.inflight.delete(dedupeKey);
@@ -447,11 +452,13 @@ export class Ingest {
     }
     if (info.paused) {
       this.count(app, now, "paused");
+      this.metrics.web("paused");
       return { allowOrigin };
     }
     const agent = parseAgent(req.userAgent);
     if (agent.bot) {
       this.count(app, now, "bot");
+      this.metrics.web("bot");
       return { allowOrigin };
     }
     const country = (viaProxy ? countryFromHeader(req.countryHeader) : "") || countryOf(address);
@@ -460,10 +467,12 @@ export class Ingest {
     const ev = webEvent(body, { app, receivedAt: now, visitor, session, country, agent });
     if (typeof ev === "string") {
       this.count(app, now, ev);
+      this.metrics.web(ev);
       return { allowOrigin };
     }
     if (this.quota.reserve(info.orgId, this.d.limitFor(info.orgId), 1, now) === 0) {
       this.count(app, now, "over_quota");
+      this.metrics.web("over_quota");
       return { allowOrigin };
     }
     // The event as kept (never the address, agent, page query string or dropped
@@ -478,10 +487,16 @@ export class Ingest {
     this.quota.commit(info.orgId, 1, now);
     this.d.sink.append([ev]);
     this.usage.add(app, utcDay(now), "accepted", 1);
+    this.metrics.web("accepted");
     return { allowOrigin };
   }
 
   // ---- outcomes, replay, upkeep -------------------------------------------------------------
+
+  /** The write-ahead log's commit and fsync times, what it wrote, and its size on disk (GET /metrics). */
+  walStats() {
+    return { commitTimes: this.wal.commitTimes, fsyncTimes: this.wal.fsyncTimes, written: this.wal.written, bytes: this.wal.size() };
+  }
 
   /** Counts an outcome that stored nothing; it reaches the log with the next commit. */
   private count(app: number, now: number, outcome: Outcome, n = 1) {

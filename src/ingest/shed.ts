@@ -77,6 +77,7 @@ export class LoadShedder {
       // Decays at once when the loop is free again, so shedding stops within a tick.
       this.prevLagMs = this.lagMs;
       this.lagMs = Math.max(0, t - expected);
+      if (this.lagMs > this.lagPeakMs) this.lagPeakMs = this.lagMs;
       expected = t + period;
       this.rss = process.memoryUsage.rss();
       // A collection asked for a second ago that freed little will not free more now:
@@ -135,6 +136,14 @@ export class LoadShedder {
     }, period);
     this.timer.unref?.();
   }
+
+  /** The largest event-loop lag seen since the last call (ms), and the latest (GET /metrics). */
+  takeLag(): { latestMs: number; peakMs: number } {
+    const peakMs = this.lagPeakMs;
+    this.lagPeakMs = this.lagMs;
+    return { latestMs: this.lagMs, peakMs };
+  }
+  private lagPeakMs = 0;
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);

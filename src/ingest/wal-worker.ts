@@ -1,6 +1,7 @@
 // The write-ahead log's worker thread: writes and fsyncs commits for the main thread
 // (see wal-writer.ts for the shared-memory protocol). One commit at a time, in order.
 
+import { DISK_BUCKETS, Histogram } from "../metrics.ts";
 import { SegmentFile, C_DONE, C_ERR, C_ERRLEN, C_GEN, C_LEN, C_REQ, C_ROLL, C_SEQ, C_STATUS } from "./wal-writer.ts";
 
 declare const self: Worker;
@@ -16,11 +17,12 @@ const enc = new TextEncoder();
 
 self.onmessage = (e: MessageEvent) => {
   const m = e.data as
-    | { kind: "open"; dir: string; ctrl: Int32Array; data: Uint8Array; gen: number }
+    | { kind: "open"; dir: string; ctrl: Int32Array; data: Uint8Array; gen: number; fsync?: Float64Array }
     | { kind: "data"; data: Uint8Array; gen: number }
     | { kind: "close" };
   if (m.kind === "open") {
-    seg = new SegmentFile(m.dir);
+    // The fsync histogram's cells are the main thread's (shared memory): it renders them.
+    seg = new SegmentFile(m.dir, m.fsync ? new Histogram(DISK_BUCKETS, m.fsync) : undefined);
     ctrl = m.ctrl;
     seqView = new Float64Array(ctrl.buffer, C_SEQ * 4, 1);
     buffers.set(m.gen, m.data);

@@ -17,6 +17,7 @@
 
 import { closeSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import type { Histogram } from "../metrics.ts";
 
 export const SEGMENT_BYTES = 64 * 1024 * 1024;
 /** Zeros written ahead of the records at a time: about 1 ms of disk time here. */
@@ -47,7 +48,11 @@ export class SegmentFile {
   private noPrefill = false;
   private needNew = true;
 
-  constructor(private dir: string) {}
+  /** `fsyncTimes`: where each commit's fdatasync is timed, in seconds (GET /metrics). */
+  constructor(
+    private dir: string,
+    private fsyncTimes?: Histogram,
+  ) {}
 
   commit(frames: Uint8Array[], firstSeq: number): CommitResult {
     let result: CommitResult = {};
@@ -65,7 +70,9 @@ export class SegmentFile {
           at += n;
         }
       }
+      const t0 = performance.now();
       fdatasyncSync(this.fd!);
+      this.fsyncTimes?.observe((performance.now() - t0) / 1000);
       this.size = at;
       if (at > this.filled) this.filled = at;
       return result;
@@ -151,8 +158,8 @@ export class SegmentFile {
 
 export class InlineWriter implements WalWriter {
   private seg: SegmentFile;
-  constructor(dir: string) {
-    this.seg = new SegmentFile(dir);
+  constructor(dir: string, fsyncTimes?: Histogram) {
+    this.seg = new SegmentFile(dir, fsyncTimes);
   }
   async commit(frames: Uint8Array[], firstSeq: number) {
     const r = this.seg.commit(frames, firstSeq);
@@ -199,7 +206,11 @@ export class WorkerWriter implements WalWriter {
   private failWaiter: ((e: Error) => void) | null = null;
   private closing: (() => void) | null = null;
 
-  constructor(private dir: string) {
+  /** `fsyncTimes`: a histogram in shared memory, which the worker observes each fdatasync into. */
+  constructor(
+    private dir: string,
+    fsyncTimes?: Histogram,
+  ) {
     this.worker = new Worker(new URL("./wal-worker.ts", import.meta.url).href);
     this.worker.onmessage = (e: MessageEvent<{ kind: "closed" }>) => {
       if (e.data.kind === "closed") this.closing?.();
@@ -210,7 +221,7 @@ export class WorkerWriter implements WalWriter {
       this.closing?.();
     };
     Atomics.store(this.ctrl, C_GEN, this.gen);
-    this.worker.postMessage({ kind: "open", dir, ctrl: this.ctrl, data: this.data, gen: this.gen });
+    this.worker.postMessage({ kind: "open", dir, ctrl: this.ctrl, data: this.data, gen: this.gen, fsync: fsyncTimes?.cells });
   }
 
   async commit(frames: Uint8Array[], firstSeq: number): Promise<CommitResult> {

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { rm } from "node:fs/promises";
 import type { Logger } from "../log.ts";
 import { InlineWriter, WorkerWriter, type WalWriter } from "./wal-writer.ts";
+import { DISK_BUCKETS, Histogram } from "../metrics.ts";
 
 export interface WalRecord {
   seq: number;
@@ -71,6 +72,11 @@ export class Wal {
   durableSeq = 0;
   /** Last seq of any commit tried, written or failed: what settle() waits for. */
   private attemptedSeq = 0;
+  /** For GET /metrics, since start: each commit's time from hand-over to written (seconds), failures, records and bytes written. */
+  readonly commitTimes = new Histogram(DISK_BUCKETS);
+  /** Each commit's fdatasync alone (seconds), observed by the writer (in shared memory when it is the worker). */
+  readonly fsyncTimes = Histogram.shared(DISK_BUCKETS);
+  readonly written = { failures: 0, records: 0, bytes: 0 };
 
   private constructor(
     private dir: string,
@@ -84,7 +90,7 @@ export class Wal {
    */
   static open(dir: string, log: Logger, writer?: (dir: string) => WalWriter): Wal {
     mkdirSync(dir, { recursive: true });
-    const wal = new Wal(dir, log, writer ?? defaultWriter(log));
+    const wal: Wal = new Wal(dir, log, writer ?? ((d) => defaultWriter(log, wal.fsyncTimes)(d)));
     wal.segments = readdirSync(dir)
       .filter((f) => /^\d{16}\.log$/.test(f))
       .sort()
@@ -223,8 +229,12 @@ export class Wal {
       const batch = this.pending;
       this.pending = this.spare ?? emptyPending();
       this.spare = null;
+      const t0 = performance.now();
       try {
         const { newSegment } = await this.writer.commit([batch.buf.subarray(0, batch.bytes)], batch.firstSeq);
+        this.commitTimes.observe((performance.now() - t0) / 1000);
+        this.written.records += batch.records;
+        this.written.bytes += batch.bytes;
         if (newSegment) this.segments.push(newSegment);
         this.durableSeq = Math.max(this.durableSeq, batch.lastSeq);
         this.attemptedSeq = Math.max(this.attemptedSeq, batch.lastSeq);
@@ -234,6 +244,7 @@ export class Wal {
         this.notifyCommitted();
       } catch (e) {
         this.attemptedSeq = Math.max(this.attemptedSeq, batch.lastSeq);
+        this.written.failures++;
         const err = new WalWriteError(`write-ahead log write failed: ${(e as Error).message}`);
         this.log.error("write-ahead log write failed; answering 503 until it works again", { error: (e as Error).message });
         for (const w of batch.waiters) w.reject(err);
@@ -341,13 +352,13 @@ export class Wal {
   }
 }
 
-function defaultWriter(log: Logger) {
+function defaultWriter(log: Logger, fsyncTimes?: Histogram) {
   return (dir: string): WalWriter => {
     try {
-      return new WorkerWriter(dir);
+      return new WorkerWriter(dir, fsyncTimes);
     } catch (e) {
       log.warn("write-ahead log worker unavailable; writing on the main thread", { error: (e as Error).message });
-      return new InlineWriter(dir);
+      return new InlineWriter(dir, fsyncTimes);
     }
   };
 }

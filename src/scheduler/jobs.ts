@@ -25,6 +25,8 @@ export interface JobDeps {
   dropAppData: (purged: Purged) => Promise<void> | void;
   /** Ends subscriptions whose scheduled end has passed; answers how many (domain/billing.ts). */
   billingSweep: () => number;
+  /** An incremental backup into SEXTANT_BACKUP_DIR (backup.ts); absent: the job is off. */
+  backup?: () => Promise<unknown>;
 }
 
 /** Every job's name, for checking SEXTANT_JOB_SCHEDULE before anything starts. */
@@ -40,6 +42,7 @@ export const JOB_NAMES = [
   "purge-expired-exports",
   "purge-expired-sign-ins",
   "billing-sweep",
+  "backup",
 ] as const;
 
 /** Problems with a job schedule override: unknown names, invalid patterns. */
@@ -59,7 +62,7 @@ export function scheduleProblems(schedule: Record<string, string>): string[] {
 }
 
 export function standardJobs(d: JobDeps): JobSpec[] {
-  return [
+  const jobs: JobSpec[] = [
     {
       // Seal the hour: recent events become hourly Parquet partitions.
       name: "flush",
@@ -155,4 +158,17 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       },
     },
   ];
+  if (d.backup) {
+    const backup = d.backup;
+    jobs.push({
+      // Off unless SEXTANT_BACKUP_DIR is set. After the night's compaction (00:20), so the
+      // day files, not the hours, are copied.
+      name: "backup",
+      pattern: "0 30 3 * * *",
+      async run() {
+        await backup();
+      },
+    });
+  }
+  return jobs;
 }

@@ -15,6 +15,8 @@ import { FRESH, type Scratch } from "./scratch.ts";
 import { FLUSH_ZSTD_LEVEL, readPartition, writePartition, type RowSource } from "./parquet.ts";
 import { dayOf, dayText, DAY_MS } from "./rollups.ts";
 import { writeAtomic } from "./atomic.ts";
+import { abandonExport, exportPart, finishExport, startExport, type ExportFormat, type PartDone } from "./export-rows.ts";
+import type { RowGroupMeta } from "./parquet-columns.ts";
 
 export type CompactCrash = "before-rename" | "after-rename";
 
@@ -353,3 +355,44 @@ export function startFileWorker(log: Logger, scratchBytes = 0, nice = 0): Partit
     },
   };
 }
+
+// ---- exports ----------------------------------------------------------------------------------
+
+/** One step of an export (export-rows.ts), as a message to its thread. */
+export type ExportStep =
+  | { step: "start"; tmp: string; format: ExportFormat }
+  | { step: "part"; tmp: string; format: ExportFormat; file?: string; chunk?: PackedChunk; fromMs: number; toMs: number }
+  | { step: "finish"; tmp: string; file: string; format: ExportFormat; groups: RowGroupMeta[] }
+  | { step: "abandon"; tmp: string };
+
+/** Runs one export step (in the export's thread, or inline without one). */
+export function exportStep(m: ExportStep): PartDone | { bytes: number } | null {
+  if (m.step === "start") return (startExport(m.tmp, m.format), null);
+  if (m.step === "part") return exportPart(m.tmp, m.format, m.file !== undefined ? { file: m.file } : { chunk: unpackChunk(m.chunk!) }, m.fromMs, m.toMs);
+  if (m.step === "finish") return finishExport(m.tmp, m.file, m.format, m.groups);
+  return (abandonExport(m.tmp), null);
+}
+
+export interface ExportThread {
+  run<T>(step: ExportStep, transfer?: ArrayBuffer[]): Promise<T>;
+  close(): void;
+}
+
+/**
+ * A thread for one export, `nice` steps below the server (as the partition writer): its
+ * decodes and encodes take the CPU the event loop leaves, and neither queries' decodes
+ * (the reader's thread) nor flushes (the writer's) wait behind an export of millions of
+ * rows. Without a thread, the steps run inline.
+ */
+export function startExportThread(log: Logger, nice = 0): ExportThread {
+  const t = connect(log, "export", "exporting on the main thread");
+  if (!t) return { run: async <T>(step: ExportStep) => exportStep(step) as T, close: () => {} };
+  if (nice > 0) void t.call({ kind: "nice", steps: nice }).catch(() => {});
+  return {
+    run: <T>(step: ExportStep, transfer: ArrayBuffer[] = []) => t.call<T>({ kind: "export", ...step }, transfer),
+    close: () => t.close(),
+  };
+}
+
+/** A chunk given away to an export thread: its buffers handed over, not copied. */
+export const packForExport = packOwned;

@@ -1,11 +1,12 @@
 // The partition writer's worker thread: flushes and compactions (files.ts), one at a
 // time. The same script runs the partition reader's thread, which decodes partitions for
-// queries at the server's priority.
+// queries at the server's priority, and each export's thread (export-rows.ts).
 
 import { compactFiles, decodeFile, packOwned, packWritten, unpackChunk, writeHeadFiles, type packChunk } from "./files.ts";
 import type { Partition } from "./catalog.ts";
 import { Scratch } from "./scratch.ts";
 import { lowerThisThread } from "../util/thread-priority.ts";
+import { exportStep, type ExportStep } from "./files.ts";
 
 declare const self: Worker;
 
@@ -33,7 +34,8 @@ self.onmessage = (e: MessageEvent) => {
     | { kind: "compact"; id: number; dir: string; app: number; date: string; parts: Partition[]; crashAt?: "before-rename" | "after-rename" }
     | { kind: "decode"; id: number; file: string }
     | { kind: "release"; id: 0 }
-    | { kind: "nice"; id: number; steps: number };
+    | { kind: "nice"; id: number; steps: number }
+    | ({ kind: "export"; id: number } & ExportStep);
   try {
     if (m.kind === "nice") {
       // A flush is a burst of hundreds of ms of CPU on the core that answers ingest. At an
@@ -63,6 +65,9 @@ self.onmessage = (e: MessageEvent) => {
         if (held > 0) idle = setTimeout(letGo, SCRATCH_IDLE_MS);
       }
       self.postMessage({ id: m.id, ok: true, value, scratch: held }, transfer);
+    } else if (m.kind === "export") {
+      // An export's part (export-rows.ts), in an export thread of its own.
+      self.postMessage({ id: m.id, ok: true, value: exportStep(m) });
     } else if (m.kind === "decode") {
       // The columns go back with their buffers handed over.
       const { value, transfer } = packOwned(decodeFile(m.file));

@@ -4,8 +4,8 @@
 // hyparquet-writer's own column writer takes one JS value per row and rebuilds every
 // dictionary and statistic from them: for our data, which already is dictionary codes,
 // that was three quarters of a flush. Here a string column is written straight from its
-// codes, and its statistics come from the (small) dictionary. One row group per file, one
-// data page (v1) per column.
+// codes, and its statistics come from the (small) dictionary. One row group per partition
+// file (an export writes one per partition: writeRowGroup), one data page (v1) per column.
 
 import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
 import { writePageHeader } from "hyparquet-writer/src/datapage.js";
@@ -37,12 +37,35 @@ const enc = new TextEncoder();
 export function writeColumns(rows: number, cols: ColumnValues[], kv: { key: string; value: string }[], compress: (b: Uint8Array) => Uint8Array, scratch: Scratch = FRESH): Uint8Array {
   const w = scratch.writer("file");
   w.appendUint32(0x31524150); // PAR1
+  const group = writeRowGroup(w, rows, cols, compress, scratch);
+  writeFooter(w, cols, [group], kv);
+  return w.getBytes();
+}
+
+/** A row group's description in the footer (column chunks, sizes, rows). */
+export type RowGroupMeta = { columns: unknown[]; total_byte_size: bigint; num_rows: bigint };
+
+/**
+ * One row group: its column chunks, appended to `w` at `w.offset` (the position in the
+ * file: a writer that appends to a file already `n` bytes long starts with offset `n`).
+ * A file of several row groups (an export, one per partition) shares one schema.
+ */
+export function writeRowGroup(w: ByteWriter, rows: number, cols: ColumnValues[], compress: (b: Uint8Array) => Uint8Array, scratch: Scratch = FRESH): RowGroupMeta {
   const chunks: unknown[] = [];
   for (const c of cols) chunks.push(writeColumn(w, c, rows, compress, scratch));
+  return {
+    columns: chunks,
+    total_byte_size: chunks.reduce((a: bigint, c) => a + (c as { meta_data: { total_uncompressed_size: bigint } }).meta_data.total_uncompressed_size, 0n),
+    num_rows: BigInt(rows),
+  };
+}
+
+/** The footer (schema from `cols`: names, types, whether nullable; the row groups) and the closing magic. */
+export function writeFooter(w: ByteWriter, cols: { kind: ColumnValues["kind"]; name: string; present?: unknown }[], groups: RowGroupMeta[], kv: { key: string; value: string }[]): void {
   const schema = [
     { name: "root", num_children: cols.length },
     ...cols.map((c) => {
-      const repetition_type = "present" in c && c.present ? "OPTIONAL" : "REQUIRED";
+      const repetition_type = c.present ? "OPTIONAL" : "REQUIRED";
       if (c.kind === "codes") return { name: c.name, type: "BYTE_ARRAY", converted_type: "UTF8", logical_type: { type: "STRING" }, repetition_type };
       if (c.kind === "f64") return { name: c.name, type: "DOUBLE", repetition_type };
       if (c.kind === "bool") return { name: c.name, type: "BOOLEAN", repetition_type };
@@ -53,19 +76,12 @@ export function writeColumns(rows: number, cols: ColumnValues[], kv: { key: stri
     version: 2,
     created_by: "sextant",
     schema,
-    num_rows: BigInt(rows),
-    row_groups: [
-      {
-        columns: chunks,
-        total_byte_size: chunks.reduce((a: bigint, c) => a + (c as { meta_data: { total_uncompressed_size: bigint } }).meta_data.total_uncompressed_size, 0n),
-        num_rows: BigInt(rows),
-      },
-    ],
+    num_rows: groups.reduce((a, g) => a + g.num_rows, 0n),
+    row_groups: groups,
     key_value_metadata: kv,
   };
   writeMetadata(w, metadata as never, 64);
   w.appendUint32(0x31524150);
-  return w.getBytes();
 }
 
 // DELTA_BINARY_PACKED for INT64 timestamps, in plain numbers. hyparquet-writer takes its

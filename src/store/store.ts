@@ -283,6 +283,12 @@ export class EventStore implements EventSink {
    * partition, or null when there is nothing to do.
    */
   async compactDay(app: number, date: string, crashAt?: CompactCrash): Promise<Partition | null> {
+    // An export reads these files one by one: merged and deleted meanwhile, it would miss
+    // them. The day waits for the next compaction.
+    if (this.exportHolds.has(`${app}/${date}`)) {
+      this.o.log.info("store: compaction of a day put off while an export reads it", { app, date });
+      return null;
+    }
     const parts = this.catalog.partitionsOf(app, date);
     if (parts.length < 2 && (parts.length === 0 || parts[0]!.hour === null)) return null;
     const merged = await this.files.compact(this.o.dir, app, date, parts, crashAt);
@@ -400,11 +406,13 @@ export class EventStore implements EventSink {
       if (expected !== null) return (this.refused(reader, expected, true), "over_memory");
       const hit = this.cache.get(p.file)?.chunk;
       if (hit) {
+        this.lookups.hits++;
         this.pin(reader, p, hit);
         continue;
       }
       const wait = deadline - performance.now();
       if (wait <= 0) return "late";
+      this.lookups.misses++;
       let pending = this.decoding.get(p.file);
       if (!pending) {
         pending = this.files.decode(p.file).then(
@@ -513,6 +521,38 @@ export class EventStore implements EventSink {
     return this.chunks(app, -Infinity, Infinity).map((c) => (c instanceof HeadChunk ? c.snapshot() : c));
   }
 
+  /** Days (app/date) exports are reading, with how many exports read each. */
+  private exportHolds = new Map<string, number>();
+
+  /**
+   * What an export of [fromMs, toMs) of an app reads, taken at one instant: the partitions
+   * (by file name: an export's thread decodes them, never the cache or the event loop) and
+   * copies of the heads (a flushed head's arrays go on to the app's next head). Until
+   * `release`, compaction leaves those partitions' days alone.
+   */
+  exportPlan(app: number, fromMs: number, toMs: number): { partitions: Partition[]; heads: Chunk[]; release(): void } {
+    const partitions = this.catalog.plan(app, fromMs, toMs);
+    const heads = this.headsOf(app)
+      .filter((h) => h.n > 0 && h.maxTs >= fromMs && h.minTs < toMs)
+      .map((h) => h.snapshot());
+    const days = [...new Set(partitions.map((p) => `${p.app}/${p.date}`))];
+    for (const d of days) this.exportHolds.set(d, (this.exportHolds.get(d) ?? 0) + 1);
+    let released = false;
+    return {
+      partitions,
+      heads,
+      release: () => {
+        if (released) return;
+        released = true;
+        for (const d of days) {
+          const n = (this.exportHolds.get(d) ?? 1) - 1;
+          if (n > 0) this.exportHolds.set(d, n);
+          else this.exportHolds.delete(d);
+        }
+      },
+    };
+  }
+
   private headsOf(app: number): HeadChunk[] {
     const out: HeadChunk[] = [];
     for (const h of this.flushing) if (h.app === app) out.push(h);
@@ -524,6 +564,7 @@ export class EventStore implements EventSink {
   private load(p: Partition, check?: () => void): Chunk {
     const hit = this.cache.get(p.file);
     if (hit) {
+      this.lookups.hits++;
       // Most recently used last.
       this.cache.delete(p.file);
       this.cache.set(p.file, hit);
@@ -535,6 +576,7 @@ export class EventStore implements EventSink {
       }
       return hit.chunk;
     }
+    this.lookups.misses++;
     const { chunk } = readPartition(new Uint8Array(readFileSync(p.file)), check);
     this.decodedInline++;
     this.remember(p.file, chunk);
@@ -570,6 +612,8 @@ export class EventStore implements EventSink {
 
   /** Partitions decoded on the calling thread (the event loop), since the store opened. */
   private decodedInline = 0;
+  /** Partitions asked of the decoded cache that it held (hits) or had to decode (misses), since the store opened (GET /metrics). */
+  readonly lookups = { hits: 0, misses: 0 };
 
   /** Bytes the partition writer keeps between flushes, taken from the cache's budget. */
   scratchHeld(): number {

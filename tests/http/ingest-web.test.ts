@@ -413,7 +413,7 @@ describe("tracker, documents and privacy", () => {
       const result = await new Validator().validate(doc as unknown as Parameters<Validator["validate"]>[0]);
       if (!result.valid) console.error(JSON.stringify(result.errors).slice(0, 2000));
       expect(result.valid).toBe(true);
-      expect(Object.keys(doc.paths).sort()).toEqual(["/healthz", "/script.js", "/v1/batch", "/v1/event"]);
+      expect(Object.keys(doc.paths).sort()).toEqual(["/healthz", "/readyz", "/script.js", "/v1/batch", "/v1/event"]);
       // The answers as they are: Retry-After on 429 and 503, no 413 for web events.
       const batchOp = doc.paths["/v1/batch"]!.post!;
       const webOp = doc.paths["/v1/event"]!.post!;

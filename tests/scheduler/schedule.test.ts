@@ -8,7 +8,8 @@ import { JOB_NAMES } from "../../src/scheduler/jobs.ts";
 
 describe("job schedule", () => {
   test("the list of job names is the scheduler's", async () => {
-    const s = await startTestServer({ jobSchedule: { compact: "0 20 3 * * *" } });
+    // The backup job exists only with a backup directory (SEXTANT_BACKUP_DIR).
+    const s = await startTestServer({ jobSchedule: { compact: "0 20 3 * * *" }, backupDir: tempDir("sextant-backups-") });
     try {
       expect(s.server.services.scheduler.names().sort()).toEqual([...JOB_NAMES].sort());
     } finally {

@@ -387,7 +387,16 @@ function Export({ app }: { app: AppView }) {
       {pollError && <ErrorBox error={pollError} />}
       {jobId && !pollError && (
         <div class="export-job" data-job={jobId} data-state={job?.state ?? "pending"} aria-live="polite">
-          {running && <p>Export #{jobId}: {job?.state === "running" ? "writing the file…" : "waiting to start…"}</p>}
+          {running && (
+            <p>
+              Export #{jobId}:{" "}
+              {job?.state === "running"
+                ? job.progress
+                  ? `writing the file: ${job.progress.done_partitions} of ${job.progress.total_partitions} parts, ${job.progress.rows.toLocaleString("en-US")} rows`
+                  : "writing the file…"
+                : "waiting to start…"}
+            </p>
+          )}
           {job?.state === "failed" && <p class="error">Export #{jobId} failed: {job.error ?? "no reason given"}.</p>}
           {job?.state === "done" && r?.url && (
             <p>

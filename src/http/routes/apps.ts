@@ -155,7 +155,7 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
     .post(
       "/apps/:id/export",
       ({ auth, params, body, status }) => {
-        const started = requestExport(db, auth.actor(), params.id, body?.format ?? "parquet", svc.now());
+        const started = requestExport(db, auth.actor(), params.id, { format: body?.format ?? "parquet", from: body?.from, to: body?.to }, svc.now());
         svc.kickExports();
         return status(202, started);
       },
@@ -167,6 +167,7 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
           summary: "Export every event of the app",
           description:
             "Starts a job; poll GET /jobs/{id}. When done, result.url downloads the file without a session for 7 days, then answers 410. " +
+            "Optional from and to (UTC dates, inclusive) narrow it to those days; from after to is a 400. While it runs, the job's progress counts parts and rows written. " +
             "Columns: ts, name, session (opaque), debug, every dimension, properties (JSON); no visitor or device identifier.",
           tags: ["apps"],
           ...access("admin"),

@@ -11,7 +11,8 @@ import { resolveWindow } from "../../query/window.ts";
 import { OUTCOMES } from "../../ingest/outcomes.ts";
 import { ErrorBody } from "../models.ts";
 import type { Actor } from "../../domain/roles.ts";
-import { invalid } from "../../domain/errors.ts";
+import { DomainError, invalid } from "../../domain/errors.ts";
+import type { QueryName } from "../../metrics.ts";
 import { checkFunnel } from "../../domain/funnels.ts";
 import { DIMENSIONS, isDimension } from "../../store/dimensions.ts";
 import { QueryRunner } from "../../query/runner.ts";
@@ -74,7 +75,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
   const stats = async <T>(
     actor: Actor,
     appId: number,
-    endpoint: string,
+    endpoint: QueryName,
     query: { from?: string; to?: string; filter?: string[]; debug?: boolean },
     extra: unknown,
     fn: (q: QueryContext) => Work<T>,
@@ -84,7 +85,18 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
     const window = resolveWindow(query.from, query.to, svc.now());
     const filters = parseFilters(query.filter, opts.allowedFilters);
     const key = opts.cache === false ? null : JSON.stringify([app.id, endpoint, window.from, window.to, query.debug ?? false, filters.map((f) => [f.dim, [...f.values].sort()]).sort(), extra]);
-    return runner.run(key, (budget, reader) => fn(runner.context(app.id, app.kind, window, query.debug === true, filters, budget, reader)));
+    // Timed from here (the runner's wait, decodes and run; cached answers too) for GET /metrics.
+    const m = svc.metrics.queries[endpoint];
+    const t0 = performance.now();
+    try {
+      return await runner.run(key, (budget, reader) => fn(runner.context(app.id, app.kind, window, query.debug === true, filters, budget, reader)));
+    } catch (e) {
+      if (e instanceof DomainError && e.kind === "too_heavy") m.refused["422"]++;
+      else if (e instanceof DomainError && e.kind === "unavailable") m.refused["503"]++;
+      throw e;
+    } finally {
+      m.latency.observe((performance.now() - t0) / 1000);
+    }
   };
   const tags = ["stats"];
   return new Elysia({ name: "sextant/routes/stats", prefix: "/api/v1" })
