@@ -23,7 +23,8 @@
 //      then skips its records, as the server would;
 //   3. the session file G names; the partitions with tags <= G (a file with a higher tag
 //      belongs to a checkpoint the copy does not record, and start-up would delete it);
-//      the batch answers, quarantine, exports and the FORMAT file.
+//      quarantine, exports and the FORMAT file. (The batch answers are copied before all
+//      of this, step 0: a run written later may cover records the copied log lacks.)
 // A file that vanishes on the way (a compaction, a purge, a newer checkpoint pruning the
 // session file), or a day file with a tag above G (a compaction of a newer checkpoint's
 // files may have removed older hour files), starts the attempt again.
@@ -38,7 +39,7 @@
 // Not copied: LOCK, `.tmp` files, SQLite's -wal/-shm (the VACUUM copy holds everything).
 
 import { Database } from "bun:sqlite";
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { copyFile, link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { parquetMetadata } from "hyparquet";
@@ -71,6 +72,24 @@ export interface BackupResult {
 }
 
 class Raced extends Error {}
+
+/** The checkpoint generation a backup's manifest records (Infinity when it cannot be read: nothing is reused). */
+function previousGen(dir: string): number {
+  try {
+    const m = JSON.parse(readFileSync(join(dir, MANIFEST), "utf8")) as { checkpoint?: { gen?: unknown } };
+    return typeof m.checkpoint?.gen === "number" ? m.checkpoint.gen : Infinity;
+  } catch {
+    return Infinity;
+  }
+}
+
+const sameSize = (a: string, b: string) => {
+  try {
+    return statSync(a).size === statSync(b).size;
+  } catch {
+    return false;
+  }
+};
 
 const isEnoent = (e: unknown) => (e as { code?: string })?.code === "ENOENT";
 
@@ -316,6 +335,25 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
   let bytes = 0;
   let newest = -Infinity;
 
+  // The batch answers first (step 0): a run on disk now covers only checkpoints committed
+  // now, whose records are in the snapshot's partitions. A run written after this (by a
+  // checkpoint after the log's copy) could answer "stored" for a batch whose events the
+  // copy lacks: a retry after a restore would then lose them. A merge that removes a run
+  // while it is copied starts the attempt again.
+  mkdirSync(join(out, "answers"));
+  let answerRuns = 0;
+  for (const f of listOrEmpty(join(dataDir, "answers"))) {
+    if (!f.endsWith(".run")) continue;
+    try {
+      bytes += await copyDurable(join(dataDir, "answers", f), join(out, "answers", f));
+      answerRuns++;
+    } catch (e) {
+      if (isEnoent(e)) throw new Raced(`answer run ${f} vanished (a merge)`);
+      throw e;
+    }
+  }
+  await fsyncPath(join(out, "answers"));
+
   // The log: every segment, each cut at its last whole record.
   const at = Date.now();
   opts.onPoint?.(new Date(at).toISOString());
@@ -404,12 +442,16 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
     await copyDurable(from, to);
     return "copied";
   };
+  // A previous backup is reused only if it comes from this directory's past: names repeat
+  // (hour=HH.t<generation>) after a restore of an older backup brings the generation back,
+  // so one whose generation is above the snapshot's, or a file of another size, is not it.
+  const reusable = previous !== null && previousGen(previous) <= cp.gen;
   const newestByApp = new Map<string, string>();
   for (const rel of await listPartitions(eventsDir, cp.gen)) {
     const to = join(out, "events", rel);
     await ensureDir(dirname(to));
-    const old = previous ? join(previous, "events", rel) : null;
-    if (old && existsSync(old)) {
+    const old = reusable ? join(previous!, "events", rel) : null;
+    if (old && existsSync(old) && sameSize(old, join(eventsDir, rel))) {
       await link(old, to).catch(async () => copyDurable(old, to));
       partitions.kept++;
     } else {
@@ -460,7 +502,6 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
     await fsyncPath(join(out, name));
     return n;
   };
-  const answerRuns = await copyDir("answers", "copy");
   const quarantine = await copyDir("quarantine", "copy");
   const exports = await copyDir("exports", "link");
   for (const f of listOrEmpty(dataDir)) {

@@ -70,18 +70,22 @@ async function exportJob(d: ExportDeps, job: JobRow) {
   const toMs = to ? Date.parse(`${to}T00:00:00Z`) + DAY_MS : Infinity;
   const t0 = performance.now();
   const plan = d.store.exportPlan(app, fromMs, toMs);
-  const thread = startExportThread(d.log, EXPORT_NICE);
+  // Everything from here runs inside the try: the plan's holds on compaction and the
+  // thread must go whatever fails.
+  let thread: ReturnType<typeof startExportThread> | null = null;
   const progress = { done_partitions: 0, total_partitions: plan.partitions.length + plan.heads.length, rows: 0 };
-  setJobProgress(d.db, job.id, { ...progress });
   const groups: RowGroupMeta[] = [];
   let bytes = 0;
   try {
-    await thread.run({ step: "start", tmp, format });
+    thread = startExportThread(d.log, EXPORT_NICE);
+    setJobProgress(d.db, job.id, { ...progress });
+    const t = thread;
+    await t.run({ step: "start", tmp, format });
     const parts: (() => Promise<PartDone>)[] = [
-      ...plan.partitions.map((p) => () => thread.run<PartDone>({ step: "part", tmp, format, file: p.file, fromMs, toMs })),
+      ...plan.partitions.map((p) => () => t.run<PartDone>({ step: "part", tmp, format, file: p.file, fromMs, toMs })),
       ...plan.heads.map((c) => () => {
         const { value, transfer } = packForExport(c);
-        return thread.run<PartDone>({ step: "part", tmp, format, chunk: value, fromMs, toMs }, transfer);
+        return t.run<PartDone>({ step: "part", tmp, format, chunk: value, fromMs, toMs }, transfer);
       }),
     ];
     for (const part of parts) {
@@ -91,13 +95,14 @@ async function exportJob(d: ExportDeps, job: JobRow) {
       progress.rows += done.rows;
       setJobProgress(d.db, job.id, { ...progress });
     }
-    ({ bytes } = await thread.run<{ bytes: number }>({ step: "finish", tmp, file, format, groups }));
+    ({ bytes } = await t.run<{ bytes: number }>({ step: "finish", tmp, file, format, groups }));
   } catch (e) {
-    await thread.run({ step: "abandon", tmp }).catch(() => rmSync(tmp, { force: true }));
+    if (thread) await thread.run({ step: "abandon", tmp }).catch(() => rmSync(tmp, { force: true }));
+    else rmSync(tmp, { force: true });
     throw e;
   } finally {
     plan.release();
-    thread.close();
+    thread?.close();
   }
   const now = d.now();
   const expires = now + EXPORT_TTL_MS;

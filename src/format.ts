@@ -43,7 +43,12 @@ export function newerFormatMessage(dataDir: string, found: number | string): str
 export function checkDataFormat(dataDir: string): number {
   const file = formatFile(dataDir);
   if (!existsSync(file)) return existsSync(join(dataDir, "sextant.db")) ? 1 : 0;
-  const text = readFileSync(file, "utf8").trim();
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8").trim();
+  } catch (e) {
+    throw new ConfigError(`the data directory ${dataDir} has a FORMAT that cannot be read (${(e as { code?: string }).code ?? (e as Error).message})`);
+  }
   if (!/^\d{1,9}$/.test(text)) throw new ConfigError(`the data directory ${dataDir} has a FORMAT file that is not a format version (${JSON.stringify(text.slice(0, 40))}); was it written by a newer Sextant?`);
   const found = Number(text);
   if (found > DATA_FORMAT) throw new ConfigError(newerFormatMessage(dataDir, found));

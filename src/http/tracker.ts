@@ -26,7 +26,7 @@ ob=a("outbound-links")!==null,tg=a("tagged-events")!==null,fd=a("file-downloads"
 ft=fd!==null&&("pdf,zip,dmg,exe,csv,docx,xlsx,pptx,mp3,mp4,"+fd).toLowerCase().split(/[\s,.]+/),
 ex=(a("exclude")||"").split(",").filter(function(p){return p.trim()}).map(function(p){
 return new RegExp("^"+p.trim().replace(/[.+?^$|()[\]{}\\]/g,"\\$&").replace(/\*\*?/g,function(m){return m[1]?".*":"[^/]*"})+"/?$")});
-try{dp=JSON.parse(a("props"))}catch(e){}
+try{dp=JSON.parse(a("props"));if(typeof dp!="object"||Array.isArray(dp))dp=null}catch(e){}
 function mg(x,y){var r=null,i;for(i in x)(r=r||{})[i]=x[i];for(i in y)(r=r||{})[i]=y[i];return r}
 function send(name,props,u){
 try{if(localStorage.sextant_ignore=="true")return}catch(e){}

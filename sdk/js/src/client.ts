@@ -566,7 +566,7 @@ export class Sextant {
       const body = gz ? await gz(bytes) : bytes;
       const headers: Record<string, string> = { "content-type": "application/json", "x-app-key": this.o.key, "x-batch-id": b.id };
       if (gz) headers["content-encoding"] = "gzip";
-      const res = await fetchFn(this.endpoint, { method: "POST", headers, body, keepalive: this.hiding && body.length < 60_000 ? true : undefined });
+      const res = await fetchFn(this.endpoint, { method: "POST", headers, body, redirect: "error", keepalive: this.hiding && body.length < 60_000 ? true : undefined });
       status = res.status;
       retryAfter = parseRetryAfter(res.headers.get("retry-after"), this.now());
       const text = await res.text().catch(() => "");
@@ -592,7 +592,10 @@ export class Sextant {
     } else if (status === 429) {
       this.attempt = 0;
       await this.wait((retryAfter ?? 1000) + Math.random() * 100);
-    } else if (status === "network" || status >= 500 || status === 408) {
+    } else if (status === "network" || status >= 500 || status === 408 || status === 404 || status === 405) {
+      // 404 and 405 come from a wrong host or a proxy mid-deploy, not from Sextant's batch
+      // endpoint: kept and retried, as a redirect (refused: it would lose the POST's body) is.
+      if (status === 404 || status === 405) this.warnOnce(`status:${status}`, `the server answered ${status} for the batch endpoint; is the host right? The batch is kept and retried`);
       this.attempt++;
       await this.wait(Math.max(this.backoffMs(retryAfter), retryAfter ?? 0));
     } else {

@@ -13,6 +13,8 @@ export interface FetchInit {
   headers: Record<string, string>;
   body: Uint8Array | string;
   keepalive?: boolean;
+  /** "error": a redirect is not followed (a 301 would turn the POST into a GET and lose its body). */
+  redirect?: "error" | "follow" | "manual";
 }
 
 export type FetchFn = (url: string, init: FetchInit) => Promise<FetchResponse>;

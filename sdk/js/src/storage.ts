@@ -87,6 +87,13 @@ export function fileStorage(path: string): SextantStorage {
       await h.close();
     }
     await f.rename(tmp, path);
+    // The rename itself survives a power cut only once the directory is synced (POSIX;
+    // Windows cannot open a directory, and renames there are already durable enough).
+    const d = await f.open(dir && dir !== path ? dir : ".", "r").catch(() => null);
+    if (d) {
+      await d.sync().catch(() => {});
+      await d.close();
+    }
   };
   const serial = <T>(job: () => Promise<T>): Promise<T> => {
     const p = chain.then(job, job);
