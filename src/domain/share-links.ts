@@ -11,6 +11,7 @@ import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { iso } from "./time.ts";
+import { creatorView } from "./users.ts";
 
 export const SHARE_PREFIX = "shr_";
 export const DEFAULT_SHARE_NAME = "Share link";
@@ -52,7 +53,7 @@ export function listShareLinks(db: Db, actor: Actor, appId: number) {
       id: r.id,
       name: r.name,
       created_at: iso(r.created_at),
-      created_by: r.user_id === null ? null : { user_id: r.user_id, email: r.email! },
+      created_by: creatorView(r),
     }));
 }
 

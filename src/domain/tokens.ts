@@ -8,6 +8,7 @@ import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { iso } from "./time.ts";
+import { creatorView } from "./users.ts";
 
 export const TOKEN_PREFIX = "sxt_";
 
@@ -36,7 +37,7 @@ export function listTokens(db: Db, actor: Actor, orgId: number) {
       id: r.id,
       name: r.name,
       created_at: iso(r.created_at),
-      created_by: r.user_id === null ? null : { user_id: r.user_id, email: r.email! },
+      created_by: creatorView(r),
     }));
 }
 

@@ -32,3 +32,11 @@ export function normalizeEmail(raw: string): string | null {
   // Deliberately simple: one @, a dot in the domain, no spaces or angle brackets.
   return /^[^\s@<>()",;:]+@[^\s@<>()",;:]+\.[^\s@<>()",;:]+$/.test(e) ? e : null;
 }
+
+/**
+ * Who made a token or a share link, from a row joined to users (LEFT JOIN: null when it was
+ * made outside the API or the account is gone).
+ */
+export function creatorView(r: { user_id: number | null; email: string | null }): { user_id: number; email: string } | null {
+  return r.user_id === null ? null : { user_id: r.user_id, email: r.email! };
+}
