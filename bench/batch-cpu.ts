@@ -15,8 +15,8 @@ import { batchBodies } from "./lib.ts";
 
 const N = Number(process.argv[2] ?? 6000);
 const root = resolve(process.argv[3] ?? join(import.meta.dir, ".."));
-const { loadConfig } = await import(join(root, "src/config.ts"));
-const { startServer } = await import(join(root, "src/server.ts"));
+const { loadConfig } = await import(join(root, "src/infra/config.ts"));
+const { startServer } = await import(join(root, "src/server/server.ts"));
 const { ensureUser } = await import(join(root, "src/domain/users.ts"));
 const { createOrg } = await import(join(root, "src/domain/orgs.ts"));
 const { createApp } = await import(join(root, "src/domain/apps.ts"));

@@ -11,12 +11,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { loadConfig } from "../src/config.ts";
-import { startServer } from "../src/server.ts";
+import { loadConfig } from "../src/infra/config.ts";
+import { startServer } from "../src/server/server.ts";
 import { ensureUser } from "../src/domain/users.ts";
 import { createOrg } from "../src/domain/orgs.ts";
 import { createApp } from "../src/domain/apps.ts";
-import { runGenerate } from "../src/generate-run.ts";
+import { runGenerate } from "../src/cli/generate.ts";
 import { launch } from "../tests/helpers/browser.ts";
 import { fmt, machine, writeSection } from "./lib.ts";
 

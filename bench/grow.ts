@@ -4,7 +4,7 @@
 // users fills with millions of (owner, day, value) keys. Same keys, alternated in one process.
 // Run: bun bench/grow.ts [keys=8000000]   (writes the "grow" section of bench/RESULTS.md)
 
-import { IncrementalSet } from "../src/query/incremental-map.ts";
+import { IncrementalSet } from "../src/structs/incremental-map.ts";
 import { fmt, machine, writeSection } from "./lib.ts";
 
 const N = Number(process.argv[2] ?? 8_000_000);

@@ -4,8 +4,8 @@
 import { fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Wal } from "../src/ingest/wal.ts";
-import { createLogger } from "../src/log.ts";
+import { Wal } from "../src/durability/wal.ts";
+import { createLogger } from "../src/infra/log.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

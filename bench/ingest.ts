@@ -8,8 +8,8 @@
 import { mkdtempSync, writeFileSync, rmSync, openSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../src/config.ts";
-import { startServer } from "../src/server.ts";
+import { loadConfig } from "../src/infra/config.ts";
+import { startServer } from "../src/server/server.ts";
 import { ensureUser } from "../src/domain/users.ts";
 import { createOrg } from "../src/domain/orgs.ts";
 import { createApp } from "../src/domain/apps.ts";

@@ -1,4 +1,4 @@
-// What GET /metrics' counting costs the ingest path (src/metrics.ts), two ways:
+// What GET /metrics' counting costs the ingest path (src/infra/metrics.ts), two ways:
 //  1. the added work alone, as a web request and a batch do it (two clock reads, one
 //     histogram observation, the outcome increments), timed in a loop against the same loop
 //     without it, alternated;
@@ -11,12 +11,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { batchBodies } from "./lib.ts";
-import { loadConfig } from "../src/config.ts";
-import { startServer } from "../src/server.ts";
+import { loadConfig } from "../src/infra/config.ts";
+import { startServer } from "../src/server/server.ts";
 import { ensureUser } from "../src/domain/users.ts";
 import { createOrg } from "../src/domain/orgs.ts";
 import { createApp } from "../src/domain/apps.ts";
-import { Histogram, IngestMetrics, LATENCY_BUCKETS } from "../src/metrics.ts";
+import { Histogram, IngestMetrics, LATENCY_BUCKETS } from "../src/infra/metrics.ts";
 import { ingestHandlers } from "../src/http/ingest.ts";
 
 const N = Number(process.argv[2] ?? 3000);

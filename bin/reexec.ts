@@ -1,4 +1,4 @@
-// Starts this process again with engine settings in its environment (src/config.ts
+// Starts this process again with engine settings in its environment (src/infra/config.ts
 // ENGINE_ENV): JavaScriptCore reads them only at start. execve keeps the process id, so a
 // supervisor, a pid file or a test's SIGKILL still reaches the server; the command line is
 // the one the process was started with (/proc/self/cmdline: runtime flags and script

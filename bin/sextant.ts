@@ -1,10 +1,10 @@
 #!/usr/bin/env bun
 // Command-line entry: `sextant serve` (default), `sextant --help`, and sub-commands.
-// Parses the command word only; options are read by src/config.ts.
+// Parses the command word only; options are read by src/infra/config.ts.
 
-import { ConfigError, engineEnvMissing, loadConfig, optionTable } from "../src/config.ts";
-import { startServer } from "../src/server.ts";
-import { VERSION } from "../src/app.ts";
+import { ConfigError, engineEnvMissing, loadConfig, optionTable } from "../src/infra/config.ts";
+import { startServer } from "../src/server/server.ts";
+import { VERSION } from "../src/server/app.ts";
 import { reexecWith } from "./reexec.ts";
 
 const HELP = `Sextant ${VERSION}: privacy-first analytics for native apps and web sites.
@@ -64,7 +64,7 @@ async function main(argv: string[]): Promise<number> {
 
 async function serve(args: string[]): Promise<number> {
   const config = loadConfig(args);
-  // Once, before anything starts: the engine's settings (src/config.ts ENGINE_ENV).
+  // Once, before anything starts: the engine's settings (src/infra/config.ts ENGINE_ENV).
   reexecWith(engineEnvMissing());
   // Handlers go in before the listeners open, so a signal during start-up still
   // takes the orderly path once the server is up.
@@ -116,7 +116,7 @@ async function generateCommand(args: string[]): Promise<number> {
   const days = num("--days", 1, 366);
   const seed = num("--seed", 0, 2 ** 31, 42);
   const config = loadConfig(rest);
-  const { runGenerate } = await import("../src/generate-run.ts");
+  const { runGenerate } = await import("../src/cli/generate.ts");
   const r = await runGenerate(config, { app, events, days, seed });
   process.stdout.write(`generated ${r.events} events for app ${app} over ${days} days in ${r.seconds.toFixed(1)} s (${Math.round(r.events / r.seconds)} events/s)\n`);
   return 0;
@@ -134,7 +134,7 @@ async function orgCommand(args: string[]): Promise<number> {
   }
   const [sub, ...operands] = words;
   const config = loadConfig(flags);
-  const { openOrgAdmin } = await import("../src/org-admin.ts");
+  const { openOrgAdmin } = await import("../src/cli/org-admin.ts");
   const admin = openOrgAdmin(config);
   try {
     if (sub === "list" && operands.length === 0) {
@@ -174,7 +174,7 @@ async function backupCommand(command: "backup" | "restore", args: string[]): Pro
   const usage = command === "backup" ? "sextant backup DEST [--incremental]" : "sextant restore SRC [--force]";
   if (words.length !== 1 || words[0] === "") throw new ConfigError(`usage: ${usage} (${words.length === 0 ? `${command === "backup" ? "DEST" : "SRC"} is missing` : `unexpected ${JSON.stringify(words[1])}`})`);
   const config = loadConfig(flags);
-  const { backup, describeBackup, formatBytes, restore } = await import("../src/backup.ts");
+  const { backup, describeBackup, formatBytes, restore } = await import("../src/durability/backup.ts");
   if (command === "backup") {
     const r = await backup(config.dataDir, words[0]!, {
       incremental: switched,

@@ -4,8 +4,8 @@
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig, optionTable } from "../src/config.ts";
-import { startServer } from "../src/server.ts";
+import { loadConfig, optionTable } from "../src/infra/config.ts";
+import { startServer } from "../src/server/server.ts";
 import { permissionMarkdown } from "../src/http/permissions.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-docs-"));

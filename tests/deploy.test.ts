@@ -11,7 +11,7 @@ import { spawnSync, type Subprocess } from "bun";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServer } from "node:net";
-import { loadConfig, OPTIONS } from "../src/config.ts";
+import { loadConfig, OPTIONS } from "../src/infra/config.ts";
 import { spawnSextant, type Proc } from "./helpers/process.ts";
 import { removeTempDirs, tempDir } from "./helpers/tmp.ts";
 
@@ -113,7 +113,7 @@ describe("the systemd unit (deploy/sextant.service)", () => {
     const known = new Set(OPTIONS.map((o) => o.env));
     const ours = Object.keys(env).filter((k) => k.startsWith("SEXTANT_"));
     expect(ours.length).toBeGreaterThanOrEqual(8);
-    for (const k of ours) expect(known.has(k), `${k} is an option of src/config.ts`).toBe(true);
+    for (const k of ours) expect(known.has(k), `${k} is an option of src/infra/config.ts`).toBe(true);
     const c = loadConfig([], env);
     expect(c).toMatchObject({ dataDir: "/var/lib/sextant", host: "127.0.0.1", port: 8080, trustProxy: true, log: "json", publicUrl: "https://stats.example.com" });
     expect(env.BUN_JSC_useWarmUpMarkedBlocks).toBe("0");
@@ -152,7 +152,7 @@ describe("the guide (docs/operations.md)", () => {
   test("every SEXTANT_* variable, sextant command and flag it uses is one Sextant has", () => {
     const known = new Set(OPTIONS.map((o) => o.env));
     const vars = new Set([...guide.matchAll(/\bSEXTANT_[A-Z_]+[A-Z]\b/g)].map((m) => m[0]));
-    for (const v of vars) expect(known.has(v), `${v} is an option of src/config.ts`).toBe(true);
+    for (const v of vars) expect(known.has(v), `${v} is an option of src/infra/config.ts`).toBe(true);
 
     const flags = new Set<string>([...OPTIONS.map((o) => o.flag), "--incremental", "--force", "--help", "--version"]);
     const commands = new Set(["serve", "backup", "restore", "org", "generate", "--help", "--version"]);

@@ -76,7 +76,7 @@ export interface Paths {
   sampled: boolean;
 }
 
-/** The dimensions a breakdown or `by` can name (src/store/dimensions.ts), with labels. */
+/** The dimensions a breakdown or `by` can name (src/model/dimensions.ts), with labels. */
 export const DIMENSIONS: [string, string][] = [
   ["name", "Event name"],
   ["country", "Country"],

@@ -3,7 +3,7 @@
 // "not found" (never reveal that it exists); a known one beyond the role is "forbidden".
 
 import type { Db } from "./db.ts";
-import { forbidden, notFound } from "./errors.ts";
+import { forbidden, notFound } from "../model/errors.ts";
 import { atLeast, SHARE_ROLE, TOKEN_ROLE, type Actor, type Role } from "./roles.ts";
 
 export interface OrgRow {

@@ -4,7 +4,7 @@
 
 import type { Db } from "./db.ts";
 import { requireApp, requireOrg, type AppRow } from "./access.ts";
-import { conflict, forbidden, invalid } from "./errors.ts";
+import { conflict, forbidden, invalid } from "../model/errors.ts";
 import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";

@@ -15,11 +15,11 @@
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
-import { conflict, DomainError, invalid } from "./errors.ts";
+import { conflict, DomainError, invalid } from "../model/errors.ts";
 import { planById, type Plan } from "./plans.ts";
 import type { Actor } from "./roles.ts";
 import { appsChanged, onAppsChanged } from "./changes.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../infra/log.ts";
 
 export type BillingStatus = "none" | "active" | "past_due" | "canceled";
 export const GRACE_MS = 7 * 86_400_000;

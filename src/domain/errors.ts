@@ -1,34 +1,6 @@
-// Typed domain errors. Domain code says what went wrong (kind + stable code + sentence);
-// only src/http/errors.ts turns a kind into an HTTP status.
+// Mail failures as typed errors (src/model/errors.ts holds the error type itself).
 
-export type ErrorKind =
-  | "invalid" // the request is well formed but not acceptable
-  | "unauthenticated" // no valid credentials
-  | "forbidden" // known caller, not allowed
-  | "not_found" // unknown, or not the caller's to see
-  | "conflict" // state does not allow it
-  | "gone" // existed, expired for good
-  | "too_large" // the request body is over its limit
-  | "too_heavy" // a query over its time or memory budget
-  | "rate_limited" // retry after `retryAfter` seconds
-  | "upstream" // a service we depend on (the payment provider) refused the call
-  | "unavailable"; // temporary; retry after `retryAfter` seconds
-
-export class DomainError extends Error {
-  constructor(
-    readonly kind: ErrorKind,
-    readonly code: string,
-    message: string,
-    readonly retryAfter?: number,
-  ) {
-    super(message);
-  }
-}
-
-export const notFound = (what = "resource") => new DomainError("not_found", "not_found", `No such ${what}.`);
-export const forbidden = (message: string, code = "forbidden") => new DomainError("forbidden", code, message);
-export const invalid = (code: string, message: string) => new DomainError("invalid", code, message);
-export const conflict = (code: string, message: string) => new DomainError("conflict", code, message);
+import { DomainError } from "../model/errors.ts";
 
 /** Seconds a client waits before asking again after the mail server failed for a while. */
 export const MAIL_RETRY_AFTER_S = 60;

@@ -3,7 +3,7 @@
 
 import type { Db } from "./db.ts";
 import { requireApp } from "./access.ts";
-import { invalid } from "./errors.ts";
+import { invalid } from "../model/errors.ts";
 import { createJob } from "./jobs.ts";
 import type { Actor } from "./roles.ts";
 

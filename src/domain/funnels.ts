@@ -3,10 +3,10 @@
 
 import type { Db } from "./db.ts";
 import { requireApp } from "./access.ts";
-import { invalid, notFound } from "./errors.ts";
+import { invalid, notFound } from "../model/errors.ts";
 import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
-import { isDimension, isValidEventName } from "../store/dimensions.ts";
+import { isDimension, isValidEventName } from "../model/dimensions.ts";
 import { iso } from "./time.ts";
 
 export const FUNNEL_MIN_STEPS = 2;

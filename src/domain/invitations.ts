@@ -7,7 +7,7 @@
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
-import { DomainError, forbidden, invalid, notFound } from "./errors.ts";
+import { DomainError, forbidden, invalid, notFound } from "../model/errors.ts";
 import { atLeast, type Actor, type Role } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { DAY, HOUR, iso } from "./time.ts";

@@ -3,7 +3,7 @@
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
-import { notFound } from "./errors.ts";
+import { notFound } from "../model/errors.ts";
 import type { Actor } from "./roles.ts";
 import { iso } from "./time.ts";
 

@@ -3,7 +3,7 @@
 
 import type { Db } from "./db.ts";
 import { requireApp, type AppRow } from "./access.ts";
-import { conflict, notFound } from "./errors.ts";
+import { conflict, notFound } from "../model/errors.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken } from "../util/secrets.ts";
 import { iso, isoOrNull } from "./time.ts";

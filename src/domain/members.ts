@@ -7,7 +7,7 @@
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
-import { conflict, forbidden, notFound } from "./errors.ts";
+import { conflict, forbidden, notFound } from "../model/errors.ts";
 import { atLeast, type Actor, type Role } from "./roles.ts";
 import { withdrawInvitationsSentBy } from "./invitations.ts";
 import { revokeTokensCreatedBy } from "./tokens.ts";

@@ -257,7 +257,7 @@ export const MIGRATIONS: Migration[] = [
     // Until now a purged org's or app's id went to the next one created (INTEGER PRIMARY
     // KEY reuses the highest id once it is deleted), and rows, log records and files still
     // keyed by it reached the newcomer. The sequences start above every id that any kept
-    // row names; storage.ts raises them further from the ids found on disk.
+    // row names; durability/open.ts raises them further from the ids found on disk.
     sql: `
       ${autoincrement(
         "orgs",

@@ -3,7 +3,7 @@
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
-import { invalid } from "./errors.ts";
+import { invalid } from "../model/errors.ts";
 import type { Actor } from "./roles.ts";
 import { appsChanged } from "./changes.ts";
 

@@ -1,6 +1,9 @@
 // Plans and the monthly event quota in force for an org. Billing (past-due grace,
 // cancellation) adjusts the effective limit; ingest enforces it from memory.
 
+import { readFileSync } from "node:fs";
+import { ConfigError, type Config } from "../infra/config.ts";
+
 export interface Plan {
   id: string;
   events_per_month: number;
@@ -45,4 +48,21 @@ export function parsePlans(text: string): Plan[] {
   }
   if (!plans.some((p) => p.id === "free")) throw new Error('the plans file must include a plan with id "free"');
   return plans;
+}
+
+/** The plans on offer: SEXTANT_PLANS_FILE when set, else the built-in ones. */
+export function loadPlans(config: Pick<Config, "plansFile">): Plan[] {
+  const file = config.plansFile;
+  if (!file) return BUILTIN_PLANS;
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    throw new ConfigError(`SEXTANT_PLANS_FILE: cannot read ${file}`);
+  }
+  try {
+    return parsePlans(text);
+  } catch (e) {
+    throw new ConfigError(`SEXTANT_PLANS_FILE: ${(e as Error).message}`);
+  }
 }

@@ -8,7 +8,7 @@ import { DAY } from "./time.ts";
 
 /**
  * What a purge removed from the metadata store: the event data of these apps and orgs,
- * and these export files, are for the caller to delete (tenant-purge.ts).
+ * and these export files, are for the caller to delete (durability/tenant-purge.ts).
  */
 export interface Purged {
   orgIds: number[];

@@ -6,7 +6,7 @@
 
 import type { Db } from "./db.ts";
 import { requireApp } from "./access.ts";
-import { conflict, notFound } from "./errors.ts";
+import { conflict, notFound } from "../model/errors.ts";
 import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";

@@ -9,9 +9,10 @@
 // same speed (no account enumeration), the failure only logged.
 
 import type { Db } from "./db.ts";
-import { DomainError, mailFailure } from "./errors.ts";
-import { classifyMailFailure, MailError, type Mailer } from "../mail.ts";
-import type { Logger } from "../log.ts";
+import { DomainError } from "../model/errors.ts";
+import { mailFailure } from "./errors.ts";
+import { classifyMailFailure, MailError, type Mailer } from "../infra/mail.ts";
+import type { Logger } from "../infra/log.ts";
 import { RateLimiter } from "../util/rate-limit.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { DAY, iso, MINUTE } from "./time.ts";

@@ -5,9 +5,9 @@
 // several v1 signatures allowed, compared in constant time, 5-minute tolerance.
 
 import Stripe from "stripe";
-import { DomainError, invalid } from "./errors.ts";
+import { DomainError, invalid } from "../model/errors.ts";
 import type { PaymentProvider, ProviderEvent } from "./billing.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../infra/log.ts";
 
 export const WEBHOOK_TOLERANCE_S = 300;
 

@@ -3,7 +3,7 @@
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
-import { notFound } from "./errors.ts";
+import { notFound } from "../model/errors.ts";
 import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";

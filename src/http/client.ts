@@ -1,7 +1,7 @@
 // The client's network address, known only to the listener. Used in memory for rate
 // limits and (later) the daily visitor hash; never stored or logged.
 
-import type { Config } from "../config.ts";
+import type { Config } from "../infra/config.ts";
 
 const addresses = new WeakMap<Request, string>();
 

@@ -1,10 +1,10 @@
 // What every route module receives: the parts the app is built from.
-// Built once in src/app.ts; routes never construct their own.
+// Built once in src/server/app.ts; routes never construct their own.
 
-import type { Config } from "../config.ts";
+import type { Config } from "../infra/config.ts";
 import type { Db } from "../domain/db.ts";
-import type { Logger } from "../log.ts";
-import type { Mailer } from "../mail.ts";
+import type { Logger } from "../infra/log.ts";
+import type { Mailer } from "../infra/mail.ts";
 import type { SignIn } from "../domain/signin.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import type { Ingest } from "../ingest/ingest.ts";
@@ -12,7 +12,7 @@ import type { EventStore } from "../store/store.ts";
 import type { Plan } from "../domain/plans.ts";
 import type { Billing } from "../domain/billing.ts";
 import type { SecretGuard } from "./guard.ts";
-import type { ServerMetrics } from "../metrics.ts";
+import type { ServerMetrics } from "../infra/metrics.ts";
 
 export interface Services {
   config: Config;

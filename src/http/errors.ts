@@ -3,8 +3,8 @@
 // Only this layer picks status codes; domain code throws or returns typed errors.
 
 import { Elysia, type ValidationError } from "elysia";
-import type { Logger } from "../log.ts";
-import { DomainError, type ErrorKind } from "../domain/errors.ts";
+import type { Logger } from "../infra/log.ts";
+import { DomainError, type ErrorKind } from "../model/errors.ts";
 
 export interface ErrorBody {
   error: { code: string; message: string };

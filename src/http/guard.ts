@@ -5,8 +5,8 @@
 // happens to be right is not revealed either. Tokens carry 256 bits, so this is defence in
 // depth, and it keeps a guessing client from loading the database.
 
-import type { Config } from "../config.ts";
-import { DomainError } from "../domain/errors.ts";
+import type { Config } from "../infra/config.ts";
+import { DomainError } from "../model/errors.ts";
 import { RateLimiter } from "../util/rate-limit.ts";
 import { sha256 } from "../util/secrets.ts";
 import { clientAddress, clientGroup } from "./client.ts";

@@ -9,12 +9,12 @@ import type { Services } from "./context.ts";
 import { clientAddress } from "./client.ts";
 import { ErrorBody } from "./models.ts";
 import { ApiError, domainErrorResponse, errorResponse } from "./errors.ts";
-import { DomainError } from "../domain/errors.ts";
+import { DomainError } from "../model/errors.ts";
 import { Batch, BatchAnswerSchema, BatchEvent, WebEventSchema } from "../ingest/schemas.ts";
 import { TRACKER_JS } from "./tracker.ts";
 import { mendOpenapi } from "./openapi.ts";
-import type { Endpoint } from "../metrics.ts";
-import type { Outcome } from "../ingest/outcomes.ts";
+import type { Endpoint } from "../infra/metrics.ts";
+import type { Outcome } from "../model/outcomes.ts";
 
 /** The outcome (outcomes.ts) of a request ingest refused, by its error code (GET /metrics); 503s are not outcomes. */
 const REFUSED: Record<string, Outcome | undefined> = {

@@ -7,7 +7,7 @@
 // through the brute-force guard like every client-sent secret (guard.ts).
 //
 // Everything is read here, at the scrape: the hot paths only add to numbers in place
-// (src/metrics.ts); gauges (disk, cache, memory) are taken now.
+// (src/infra/metrics.ts); gauges (disk, cache, memory) are taken now.
 
 import { Elysia } from "elysia";
 import { statSync } from "node:fs";
@@ -15,8 +15,8 @@ import type { Services } from "./context.ts";
 import { ApiError } from "./errors.ts";
 import { ErrorBody, Ready } from "./models.ts";
 import { safeEqual, sha256 } from "../util/secrets.ts";
-import { ENDPOINTS, Exposition, QUERY_ROUTES, type QueryName } from "../metrics.ts";
-import { OUTCOMES } from "../ingest/outcomes.ts";
+import { ENDPOINTS, Exposition, QUERY_ROUTES, type QueryName } from "../infra/metrics.ts";
+import { OUTCOMES } from "../model/outcomes.ts";
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 

@@ -7,7 +7,7 @@
 
 import { Elysia } from "elysia";
 import type { Services } from "./context.ts";
-import { resolveDownload } from "../export.ts";
+import { resolveDownload } from "../exports/export-jobs.ts";
 import { errorResponse } from "./errors.ts";
 import { createHash } from "node:crypto";
 

@@ -2,7 +2,7 @@
 // Deliberately no client address, user agent, query string or headers.
 
 import { Elysia } from "elysia";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../infra/log.ts";
 
 export function requestLog(log: Logger) {
   const started = new WeakMap<Request, number>();

@@ -1,5 +1,5 @@
 // Headers for every answer: `X-Content-Type-Options: nosniff`, set where answers leave the
-// process (src/server.ts wraps both listeners and the native ingest routes), so no route,
+// process (src/server/server.ts wraps both listeners and the native ingest routes), so no route,
 // error path or 404 can miss it. The pages' Content-Security-Policy is built in pages.ts.
 
 const NOSNIFF = "x-content-type-options";

@@ -2,7 +2,7 @@
 
 import { t } from "elysia";
 import { Type } from "@sinclair/typebox";
-import { DIMENSIONS } from "../store/dimensions.ts";
+import { DIMENSIONS } from "../model/dimensions.ts";
 import { EventNameParam } from "./models.ts";
 
 const Int = Type.Integer;

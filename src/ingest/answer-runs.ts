@@ -17,7 +17,7 @@
 import { closeSync, fstatSync, mkdirSync, openSync, read, readdirSync, readSync, rmSync } from "node:fs";
 import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../infra/log.ts";
 import { hash53 } from "../util/hash.ts";
 import { checkSize, syncDir, writeAllAt, writeAtomic, writeAtomicAsync } from "../store/atomic.ts";
 import { STEP_ENTRIES, yieldToLoop } from "../util/yield.ts";

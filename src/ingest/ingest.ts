@@ -17,14 +17,15 @@
 
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../infra/log.ts";
 import type { Db } from "../domain/db.ts";
-import { DomainError } from "../domain/errors.ts";
-import type { EventSink, StoredEvent } from "../store/event.ts";
+import { DomainError } from "../model/errors.ts";
+import type { EventSink, StoredEvent } from "../model/event.ts";
 import { countryFromHeader, countryOf, memo, parseAgent } from "./enrich.ts";
 import { KeyCache, type KeyInfo } from "./keys.ts";
-import { UsageCounters, type DropReason, type Outcome, type OutcomeCounts } from "./outcomes.ts";
-import { IngestMetrics } from "../metrics.ts";
+import { UsageCounters } from "./outcomes.ts";
+import type { DropReason, Outcome, OutcomeCounts } from "../model/outcomes.ts";
+import { IngestMetrics } from "../infra/metrics.ts";
 import { batchEvents, parseBatch, parseWebEvent, webEvent } from "./pipeline.ts";
 import { Quota } from "./quota.ts";
 import { LoadShedder, type ShedOptions } from "./shed.ts";
@@ -33,14 +34,14 @@ import { SeenIds } from "./seen-ids.ts";
 import { AnswerRuns, answerKey, type StoredAnswer } from "./answer-runs.ts";
 import { WebSessions } from "./web-sessions.ts";
 import { RecentAnswers } from "./recent-answers.ts";
-import { Wal, WalWriteError } from "./wal.ts";
+import { Wal, WalWriteError } from "../durability/wal.ts";
 import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
 import { safeEqual, sha256 } from "../util/secrets.ts";
 import { hash53, utcDay } from "../util/hash.ts";
 import { STEP_ENTRIES, yieldToLoop } from "../util/yield.ts";
 import { GzipError, inflateBatch, MAX_BATCH_BYTES } from "./gzip.ts";
 import { writeAtomic } from "../store/atomic.ts";
-import { decodeKeptBatch, decodeKeptWeb, encodeKeptBatch, encodeKeptWeb } from "./wal-records.ts";
+import { decodeKeptBatch, decodeKeptWeb, encodeKeptBatch, encodeKeptWeb } from "../durability/wal-records.ts";
 
 export { MAX_BATCH_BYTES };
 export const MAX_WEB_BYTES = 16 * 1024;
@@ -563,7 +564,7 @@ export class Ingest {
   /**
    * Whether replay must skip an app's records: it no longer exists (purged; a crash came
    * before the checkpoint that drops the log). Its id is never given again, and nothing of
-   * it may come back. Also notes the highest app id the log names (storage.ts reserves it).
+   * it may come back. Also notes the highest app id the log names (durability/open.ts reserves it).
    */
   private gone(app: number): boolean {
     if (app > this.replayMaxApp) this.replayMaxApp = app;

@@ -1,33 +1,6 @@
-// The closed set of ingest outcomes, and counters of them per app and UTC day (for the
-// usage endpoint). Every event or request that reaches ingest ends in exactly one.
+// Counters of ingest outcomes per app and UTC day, for the usage endpoint and checkpoints.
 
-export const DROP_REASONS = [
-  "invalid_event", // an item of a batch that is not an event object
-  "invalid_name", // name missing, empty, over 64 characters or with control characters
-  "reserved_name", // name starts with $
-  "invalid_time", // ts missing or not ISO 8601 UTC
-  "future_time", // ts more than 10 minutes ahead
-  "too_old", // ts older than 7 days
-  "invalid_session", // session_id missing or not a string of 1-128 characters
-  "bot", // a bot or crawler
-  "paused", // the app is paused
-  "over_quota", // the org's monthly limit is used up
-] as const;
-export type DropReason = (typeof DROP_REASONS)[number];
-
-export const OUTCOMES = [
-  "accepted",
-  "duplicate", // events of a batch id already stored (answered from the first answer)
-  ...DROP_REASONS,
-  "rate_limited", // requests refused with 429
-  "unknown_key", // requests with an unknown or revoked key (counted under the key's app when known)
-  "malformed", // requests refused with 400
-  "origin_refused", // web requests from an origin the site does not allow
-  "too_large", // requests refused with 413
-] as const;
-export type Outcome = (typeof OUTCOMES)[number];
-
-export type OutcomeCounts = Partial<Record<Outcome, number>>;
+import type { Outcome, OutcomeCounts } from "../model/outcomes.ts";
 
 export class UsageCounters {
   /** app -> day -> counts */

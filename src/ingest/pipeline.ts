@@ -5,12 +5,12 @@
 // written before 2026-11-27 (which held request bodies) repeats exactly the decisions that
 // were acknowledged; the log now holds the kept events themselves (wal-records.ts).
 
-import { emptyDims, type StoredEvent } from "../store/event.ts";
-import { isValidEventName } from "../store/dimensions.ts";
+import { emptyDims, type StoredEvent } from "../model/event.ts";
+import { isValidEventName } from "../model/dimensions.ts";
 import { parseIsoUtc } from "./iso-time.ts";
 import { cleanProps } from "./props.ts";
 import { classifyReferrer, deviceTypeFromWidth, MAX_DIM, parsePage, platformFromOs, type AgentInfo, type PageInfo } from "./enrich.ts";
-import type { DropReason } from "./outcomes.ts";
+import type { DropReason } from "../model/outcomes.ts";
 import { hash53 } from "../util/hash.ts";
 import { cutChars } from "../util/chars.ts";
 import { checkBatch, checkWebEvent } from "./schemas.ts";

@@ -14,7 +14,7 @@
 // to a small side map under its full key.
 
 import { answerKey, REASONS, reasonCode, uuidBytes } from "./answer-runs.ts";
-import { NumberMap } from "../util/number-map.ts";
+import { NumberMap } from "../structs/number-map.ts";
 
 type Answer = { accepted: number; dropped: number; reason?: "over_quota" | "paused" };
 

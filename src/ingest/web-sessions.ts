@@ -4,7 +4,7 @@
 // Held as records (visitor, session, last event) in a RecordTable: a checkpoint copies
 // them in one go.
 
-import { RecordTable } from "../util/record-table.ts";
+import { RecordTable } from "../structs/record-table.ts";
 
 export const SESSION_IDLE_MS = 30 * 60_000;
 

@@ -6,9 +6,9 @@ import { countByContext, scanSteps, type CodeReader, type ScanOptions } from "./
 import type { Work } from "./work.ts";
 import { DAY_MS } from "./sessions.ts";
 import type { Chunk } from "../store/chunk.ts";
-import { DomainError } from "../domain/errors.ts";
+import { DomainError } from "../model/errors.ts";
 import { denseVisitors } from "./id-index.ts";
-import { IncrementalMap, IncrementalSet } from "./incremental-map.ts";
+import { IncrementalMap, IncrementalSet } from "../structs/incremental-map.ts";
 
 /** Values (across chunks) are numbered below this; pairs are (owner, day) * VALUE_SPAN + value. */
 const VALUE_SPAN = 2 ** 21;

@@ -1,8 +1,8 @@
 // Dense visitor numbers per chunk, for distinct counts. (The session walks' map from
-// session id to a small integer is a NumberMap, src/util/number-map.ts.)
+// session id to a small integer is a NumberMap, src/structs/number-map.ts.)
 
 import { derive, type Chunk } from "../store/chunk.ts";
-import { NumberMap } from "../util/number-map.ts";
+import { NumberMap } from "../structs/number-map.ts";
 
 /**
  * Each context's visitor as a small dense number (0 .. n-1), kept with a partition: a

@@ -4,7 +4,7 @@
 // shares its answer. Operators are generators over in-memory columns (work.ts), run in
 // slices of the event loop; this is where they meet time and load.
 
-import { DomainError } from "../domain/errors.ts";
+import { DomainError } from "../model/errors.ts";
 import { NeedDecode, OverMemory, queryChunks, type EventStore, type QueryChunks } from "../store/store.ts";
 import type { QueryContext } from "./context.ts";
 import type { Filter } from "./scan.ts";

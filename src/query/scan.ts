@@ -4,9 +4,9 @@
 // Filters on different dimensions are ANDed, repeated values of one dimension ORed.
 
 import { CTX_DIMS, type Chunk, type Codes, type CtxDim } from "../store/chunk.ts";
-import { isDimension, PROP_PREFIX } from "../store/dimensions.ts";
-import { invalid } from "../domain/errors.ts";
-import { DIMENSIONS } from "../store/dimensions.ts";
+import { isDimension, PROP_PREFIX } from "../model/dimensions.ts";
+import { invalid } from "../model/errors.ts";
+import { DIMENSIONS } from "../model/dimensions.ts";
 import { inRanges, type Work } from "./work.ts";
 
 export interface Filter {

@@ -9,7 +9,7 @@ import { derive, type Chunk } from "../store/chunk.ts";
 import { sessionTimeOrder } from "../store/order.ts";
 import { compile, type Compiled, type ScanOptions } from "./scan.ts";
 import type { Work } from "./work.ts";
-import { NumberMap } from "../util/number-map.ts";
+import { NumberMap } from "../structs/number-map.ts";
 
 /** The rows of one session handed to the visitor: row `row[k]` of chunk `chunks[chunk[k]]`. */
 export interface SessionRows {

@@ -5,7 +5,7 @@
 import { derive, type Chunk } from "../store/chunk.ts";
 import { passingRuns, scan, type ScanOptions } from "./scan.ts";
 import type { Work } from "./work.ts";
-import { NumberMap } from "../util/number-map.ts";
+import { NumberMap } from "../structs/number-map.ts";
 
 export const DAY_MS = 86_400_000;
 

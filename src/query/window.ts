@@ -1,7 +1,7 @@
 // The date window of a stats query: inclusive UTC dates YYYY-MM-DD, by default the last
 // 7 days including today; `to` before `from`, or more than 366 days, is refused.
 
-import { invalid } from "../domain/errors.ts";
+import { invalid } from "../model/errors.ts";
 import { utcDay } from "../util/hash.ts";
 
 export const DEFAULT_DAYS = 7;

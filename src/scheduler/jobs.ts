@@ -1,7 +1,7 @@
 // The jobs Sextant runs on its own, and when (UTC).
 
 import type { Db } from "../domain/db.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../infra/log.ts";
 import { purgeDeletedApps, purgeDeletedOrgs, purgeOldInvitations, type Purged } from "../domain/purge.ts";
 import { purgeExpiredSignIns } from "../domain/signin.ts";
 import type { JobSpec } from "./scheduler.ts";
@@ -13,7 +13,7 @@ export interface JobDeps {
   log: Logger;
   ingest: { rotateSalts(now: number): number; readonly pendingAnswers: number };
   store: EventStore;
-  /** Flushes the heads to partitions and drops the write-ahead log (checkpoint.ts). */
+  /** Flushes the heads to partitions and drops the write-ahead log (durability/checkpoint.ts). */
   checkpoint: () => Promise<unknown>;
   /** Heads past this many bytes are flushed without waiting for the hour. */
   headLimitBytes: number;
@@ -21,7 +21,7 @@ export interface JobDeps {
   answerLimit: number;
   runExports: () => Promise<unknown>;
   purgeExports: (now: number) => number;
-  /** Deletes what a purge removed from the metadata store names: event data, counters, export files (tenant-purge.ts). */
+  /** Deletes what a purge removed from the metadata store names: event data, counters, export files (durability/tenant-purge.ts). */
   dropAppData: (purged: Purged) => Promise<void> | void;
   /** Ends subscriptions whose scheduled end has passed; answers how many (domain/billing.ts). */
   billingSweep: () => number;

@@ -4,7 +4,7 @@
 // A job never overlaps itself (croner's protect, and a running flag for driven runs).
 
 import { Cron } from "croner";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../infra/log.ts";
 
 const MAX_CATCH_UP = 50;
 

@@ -6,7 +6,7 @@
 // Properties are sparse columns per key (rows + values), text and numbers apart.
 // Queries read these arrays directly; no per-event JavaScript object exists.
 
-import { STRING_DIMS, type StoredEvent, type StringDim } from "./event.ts";
+import { STRING_DIMS, type StoredEvent, type StringDim } from "../model/event.ts";
 
 /** Dimensions kept in the context table: every string dimension but pathname. */
 export const CTX_DIMS = STRING_DIMS.filter((d) => d !== "pathname") as Exclude<StringDim, "pathname">[];

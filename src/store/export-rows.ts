@@ -16,7 +16,7 @@
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
 import { CTX_DIMS, Dict, type Chunk } from "./chunk.ts";
-import { STRING_DIMS } from "./event.ts";
+import { STRING_DIMS } from "../model/event.ts";
 import { readPartition } from "./parquet.ts";
 import { writeFooter, writeRowGroup, type ColumnValues, type RowGroupMeta } from "./parquet-columns.ts";
 import { dirname } from "node:path";

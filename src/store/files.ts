@@ -7,7 +7,7 @@
 
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../infra/log.ts";
 import type { NiceResult } from "../util/thread-priority.ts";
 import { dateDir, partitionName, type Partition } from "./catalog.ts";
 import { CTX_DIMS, Dict, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";

@@ -11,8 +11,8 @@
 // moved past the hour of the app's newest partition. Times are bucketed by second, so the
 // window is whole seconds: [floor((now - window) / 1 s) s, now].
 
-import { NumberMap } from "../util/number-map.ts";
-import type { StoredEvent } from "./event.ts";
+import { NumberMap } from "../structs/number-map.ts";
+import type { StoredEvent } from "../model/event.ts";
 
 export const LIVE_WINDOW_MS = 5 * 60_000;
 const SLOTS = LIVE_WINDOW_MS / 1000 + 2;

@@ -24,7 +24,7 @@ import { CTX_DIMS, Dict, narrow, type Chunk, type CtxDim, type NumberProp, type 
 import { writeColumns, type ColumnValues } from "./parquet-columns.ts";
 import { sessionTimeOrder } from "./order.ts";
 import { FRESH, type Scratch } from "./scratch.ts";
-import { STRING_DIMS } from "./event.ts";
+import { STRING_DIMS } from "../model/event.ts";
 
 /** zstd level of day files (compaction), which are kept: smaller files, slower to write. */
 export const ZSTD_LEVEL = 6;

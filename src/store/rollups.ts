@@ -13,10 +13,10 @@
 // forgotten. An event for a session already folded (more than two days late) marks the
 // days it touches dirty; the rollup job then recomputes those days from the stored events.
 
-import { DistinctCounter } from "./hll.ts";
+import { DistinctCounter } from "../structs/hll.ts";
 import type { Chunk } from "./chunk.ts";
-import type { StoredEvent } from "./event.ts";
-import { RecordTable } from "../util/record-table.ts";
+import type { StoredEvent } from "../model/event.ts";
+import { RecordTable } from "../structs/record-table.ts";
 
 export const DAY_MS = 86_400_000;
 /** Sessions idle this long are folded into their start day. */

@@ -12,10 +12,10 @@
 
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../infra/log.ts";
 import { Catalog, applySupersede, dateDir, partitionName, type Partition } from "./catalog.ts";
 import { chunkBytes, eventsOf, HeadChunk, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
-import type { EventSink, StoredEvent } from "./event.ts";
+import type { EventSink, StoredEvent } from "../model/event.ts";
 import { readPartition } from "./parquet.ts";
 import { startFileWorker, type CompactCrash, type PartitionFiles, type Written } from "./files.ts";
 import { DAY_MS, dayOf, dayText, Rollups } from "./rollups.ts";

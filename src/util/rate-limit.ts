@@ -2,7 +2,7 @@
 // ingest. Keys are hashed by callers when they derive from a client address, and
 // nothing here is persisted or logged.
 
-import { NumberMap } from "./number-map.ts";
+import { NumberMap } from "../structs/number-map.ts";
 
 export interface BucketSpec {
   /** Tokens added per second. */

@@ -4,8 +4,8 @@
 // banner and the view recovers when the server is back.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { loadConfig } from "../../src/config.ts";
-import { runGenerate } from "../../src/generate-run.ts";
+import { loadConfig } from "../../src/infra/config.ts";
+import { runGenerate } from "../../src/cli/generate.ts";
 import { signIn, startTestServer, type TestServer } from "../helpers/server.ts";
 import { startSmtp, type TestSmtp } from "../helpers/smtp.ts";
 import { newApp, ownerHeaders } from "../helpers/ingest.ts";

@@ -1,7 +1,7 @@
 // Deterministic random events for storage and query tests: a seeded generator, so a
 // failing test fails the same way every run.
 
-import { emptyDims, type StoredEvent } from "../../src/store/event.ts";
+import { emptyDims, type StoredEvent } from "../../src/model/event.ts";
 
 export function rng(seed: number) {
   let s = seed >>> 0 || 1;

@@ -1,7 +1,7 @@
 // The reference: plain loops over plain event objects, written for clarity, against
 // which the store's rollups and the query operators are compared.
 
-import type { StoredEvent } from "../../src/store/event.ts";
+import type { StoredEvent } from "../../src/model/event.ts";
 
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 

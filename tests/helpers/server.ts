@@ -4,8 +4,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig, type Config } from "../../src/config.ts";
-import { startServer, type RunningServer } from "../../src/server.ts";
+import { loadConfig, type Config } from "../../src/infra/config.ts";
+import { startServer, type RunningServer } from "../../src/server/server.ts";
 
 export interface TestServer {
   url: string;

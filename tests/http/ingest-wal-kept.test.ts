@@ -12,7 +12,7 @@ import { constants as zlibConstants, gunzipSync } from "node:zlib";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { batch, ev, newApp, ownerHeaders, sendBatch, sendWeb } from "../helpers/ingest.ts";
 import { tempDir } from "../helpers/tmp.ts";
-import type { Wal } from "../../src/ingest/wal.ts";
+import type { Wal } from "../../src/durability/wal.ts";
 
 const CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
 const SESSION_ID = "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e"; // the ev() helper's

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { EventStore, queryChunks, type QueryChunks } from "../../src/store/store.ts";
 import { decodeFile, inlineFiles, type PartitionFiles } from "../../src/store/files.ts";
 import { chunkBytes, eventsOf, type Chunk } from "../../src/store/chunk.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/infra/log.ts";
 import { DAY_MS } from "../../src/store/rollups.ts";
 import { QueryRunner, type Budget, type RunnerOptions } from "../../src/query/runner.ts";
 import { complete, type Work } from "../../src/query/work.ts";

@@ -10,7 +10,7 @@ import { collectSessions } from "../../src/query/sessions.ts";
 import { walkSessions } from "../../src/query/session-walk.ts";
 import { complete } from "../../src/query/work.ts";
 import type { ScanOptions } from "../../src/query/scan.ts";
-import type { StoredEvent } from "../../src/store/event.ts";
+import type { StoredEvent } from "../../src/model/event.ts";
 import { randomEvents } from "../helpers/events.ts";
 import { groupBy, refSessionPlace } from "../helpers/reference.ts";
 

@@ -9,8 +9,8 @@ import { tempDir } from "../helpers/tmp.ts";
 import { newApp, ownerHeaders } from "../helpers/ingest.ts";
 import { randomEvents } from "../helpers/events.ts";
 import { refBreakdown, refEvents, refEventSeries, refFunnel, refHeatmap, refMatch, refOverviewPeriod, refPaths, refSessions, type RefQuery } from "../helpers/reference.ts";
-import type { StoredEvent } from "../../src/store/event.ts";
-import { stateDirOf } from "../../src/storage.ts";
+import type { StoredEvent } from "../../src/model/event.ts";
+import { stateDirOf } from "../../src/durability/open.ts";
 
 const START = Date.UTC(2026, 10, 10, 20); // 20:00, so sessions cross midnight
 const clock = new TestClock(Date.UTC(2026, 10, 16, 12));
@@ -36,7 +36,7 @@ beforeAll(async () => {
   st.append(appEvents.slice(0, 2000));
   st.append(noise);
   const sv = s.server.services;
-  const { checkpoint } = await import("../../src/checkpoint.ts");
+  const { checkpoint } = await import("../../src/durability/checkpoint.ts");
   await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) });
   st.append(webEvents.slice(3000));
   st.append(appEvents.slice(2000));
@@ -179,7 +179,7 @@ describe("stats against the reference", () => {
       if (i % 3 === 0) e.dims = { ...e.dims, utm_content: `v${i % 2}` };
     });
     const sv = s.server.services;
-    const { checkpoint } = await import("../../src/checkpoint.ts");
+    const { checkpoint } = await import("../../src/durability/checkpoint.ts");
     sv.store.append(evs.slice(0, 5000));
     await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) });
     const check = async () => {
@@ -261,7 +261,7 @@ describe("live against the reference", () => {
     const w = await newApp(s, owner, "web", ["https://example.com"], web.orgId);
     const st = s.server.services.store;
     const sv = s.server.services;
-    const { checkpoint } = await import("../../src/checkpoint.ts");
+    const { checkpoint } = await import("../../src/durability/checkpoint.ts");
     // A new app: nothing of it was stored before this process, so it is counted from the start.
     let now = clock.now();
     // Nothing after the clock, as ingest clamps times (the generator's sessions run on).

@@ -97,7 +97,7 @@ describe.skipIf(!canMount)("disk trouble", () => {
       const filler = fill(mountPoint);
       const before503 = statuses.get(503) ?? 0;
       // The log's open segment is zero-filled ahead of its records (up to 1.5 MiB,
-      // src/ingest/wal-writer.ts): batches are still stored there, durably, until that
+      // src/durability/wal-writer.ts): batches are still stored there, durably, until that
       // room is used up; then refusals.
       let reserved = 0;
       while (reserved < 300 && (statuses.get(503) ?? 0) === before503) {

@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { batch, newApp, ownerHeaders, sendBatch, sendWeb, SYSTEM } from "../helpers/ingest.ts";
-import { DIMENSIONS } from "../../src/store/dimensions.ts";
+import { DIMENSIONS } from "../../src/model/dimensions.ts";
 
 const REQUESTS = Number(process.env.SEXTANT_FUZZ_REQUESTS ?? 5000);
 const SEED = Number(process.env.SEXTANT_FUZZ_SEED ?? 0x5e47a47) >>> 0;

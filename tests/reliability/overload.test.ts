@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnSextant, type Proc } from "../helpers/process.ts";
-import { RUNTIME_HEADROOM_MB } from "../../src/storage.ts";
+import { RUNTIME_HEADROOM_MB } from "../../src/durability/open.ts";
 
 const entry = join(import.meta.dir, "..", "..", "bin", "sextant.ts");
 const CAPACITY_S = Number(process.env.SEXTANT_OVERLOAD_CAPACITY_S ?? 3);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Scheduler } from "../../src/scheduler/scheduler.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/infra/log.ts";
 import { sessionHeaders, signIn, startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
 import { startSmtp, type TestSmtp } from "../helpers/smtp.ts";
 

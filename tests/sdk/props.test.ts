@@ -1,11 +1,11 @@
 // The SDK's property and name rules (sdk/js/src/props.ts) mirror the server's
-// (src/ingest/props.ts, src/store/dimensions.ts): over a corpus of keys and values, the
+// (src/ingest/props.ts, src/model/dimensions.ts): over a corpus of keys and values, the
 // SDK keeps exactly what the server keeps, so it never sends what the server would drop
 // and never withholds what it would keep. A change on either side without the other fails here.
 
 import { describe, expect, test } from "bun:test";
 import { cleanProps as serverClean, PERSONAL_KEYS, PERSONAL_LAST_WORDS, PERSON_WORDS } from "../../src/ingest/props.ts";
-import { isValidEventName } from "../../src/store/dimensions.ts";
+import { isValidEventName } from "../../src/model/dimensions.ts";
 import { cleanProps, isValidName } from "../../sdk/js/src/props.ts";
 
 const KEYS = [

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { CTX_DIMS, ctxValues, Dict, HeadChunk } from "../../src/store/chunk.ts";
-import { emptyDims, type StoredEvent } from "../../src/store/event.ts";
+import { emptyDims, type StoredEvent } from "../../src/model/event.ts";
 
 const ev = (session: number, visitor: number, dims: Partial<StoredEvent["dims"]>, debug = false): StoredEvent => ({
   app: 1,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { HeadChunk } from "../../src/store/chunk.ts";
-import { emptyDims, type StoredEvent } from "../../src/store/event.ts";
+import { emptyDims, type StoredEvent } from "../../src/model/event.ts";
 import { sessionTimeOrder } from "../../src/store/order.ts";
 
 function rng(seed: number) {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { HeadChunk, eventsOf } from "../../src/store/chunk.ts";
-import { emptyDims, type StoredEvent } from "../../src/store/event.ts";
+import { emptyDims, type StoredEvent } from "../../src/model/event.ts";
 import { writeHeadFiles } from "../../src/store/files.ts";
 import { readPartition } from "../../src/store/parquet.ts";
 import { FRESH, Scratch } from "../../src/store/scratch.ts";

@@ -3,9 +3,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { EventStore, queryChunks } from "../../src/store/store.ts";
 import { derive, eventsOf, HeadChunk } from "../../src/store/chunk.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger } from "../../src/infra/log.ts";
 import { DAY_MS, dayNumber, medianOf } from "../../src/store/rollups.ts";
-import type { StoredEvent } from "../../src/store/event.ts";
+import type { StoredEvent } from "../../src/model/event.ts";
 import { canonical, randomEvents } from "../helpers/events.ts";
 import { refDaily, refMedian } from "../helpers/reference.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -375,12 +375,12 @@ describe("rollups (daily_totals) against the reference", () => {
 describe("generated data through several checkpoints", () => {
   test("every event survives checkpoints that add no log records", async () => {
     const { mkdtempSync } = await import("node:fs");
-    const { loadConfig } = await import("../../src/config.ts");
-    const { startServer } = await import("../../src/server.ts");
+    const { loadConfig } = await import("../../src/infra/config.ts");
+    const { startServer } = await import("../../src/server/server.ts");
     const { ensureUser } = await import("../../src/domain/users.ts");
     const { createOrg } = await import("../../src/domain/orgs.ts");
     const { createApp } = await import("../../src/domain/apps.ts");
-    const { runGenerate } = await import("../../src/generate-run.ts");
+    const { runGenerate } = await import("../../src/cli/generate.ts");
     const dir = tempDir("sextant-gen-");
     const base = { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" as const };
     const s = await startServer(loadConfig([], {}, base));

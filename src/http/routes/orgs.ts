@@ -37,7 +37,7 @@ import {
   withdrawInvitation,
 } from "../../domain/invitations.ts";
 import { mailFailure } from "../../domain/errors.ts";
-import { classifyMailFailure } from "../../mail.ts";
+import { classifyMailFailure } from "../../infra/mail.ts";
 import { createToken, listTokens, revokeToken } from "../../domain/tokens.ts";
 
 

@@ -8,7 +8,7 @@ import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValue
 import type { Work } from "../work.ts";
 import { CTX_DIMS, type CtxDim } from "../../store/chunk.ts";
 import { collectSessions, DAY_MS } from "../sessions.ts";
-import { PROP_PREFIX } from "../../store/dimensions.ts";
+import { PROP_PREFIX } from "../../model/dimensions.ts";
 import type { Chunk } from "../../store/chunk.ts";
 import { DistinctPairs } from "../distinct-pairs.ts";
 

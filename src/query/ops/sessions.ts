@@ -10,7 +10,7 @@ import { DurationHistogram } from "../../store/rollups.ts";
 import { scanSteps } from "../scan.ts";
 import { inRanges } from "../work.ts";
 import { CTX_DIMS } from "../../store/chunk.ts";
-import { invalid } from "../../domain/errors.ts";
+import { invalid } from "../../model/errors.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

@@ -1,0 +1,167 @@
+// Opens a data directory for use: the lock, the metadata store, the event store and the
+// write-ahead log, brought to a consistent state (partitions cleaned up after any crash,
+// the last checkpoint loaded, newer log records replayed). Shared by `sextant serve` and
+// the commands that write events directly (`sextant generate`).
+
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import type { Config } from "../infra/config.ts";
+import { ConfigError } from "../infra/config.ts";
+import { openDb, type Db } from "../domain/db.ts";
+import type { Plan } from "../domain/plans.ts";
+import { Billing, type PaymentProvider } from "../domain/billing.ts";
+import type { Logger } from "../infra/log.ts";
+import { Ingest } from "../ingest/ingest.ts";
+import { EventStore } from "../store/store.ts";
+import { sweepOrphans } from "./tenant-purge.ts";
+import { checkDataFormat, DATA_FORMAT, writeDataFormat } from "./format.ts";
+import { checkpoint, checkpointGen, checkpointSeq, loadCheckpoint, type CheckpointDeps } from "./checkpoint.ts";
+import { ServerMetrics } from "../infra/metrics.ts";
+
+export interface Storage extends CheckpointDeps {
+  db: Db;
+  store: EventStore;
+  ingest: Ingest;
+  billing: Billing;
+  /** Checkpoint and query counts for GET /metrics (ingest and the log keep their own). */
+  metrics: ServerMetrics;
+  checkpoint(): ReturnType<typeof checkpoint>;
+  /** Checkpoints (unless `abort`), closes the log and the database, releases the lock. */
+  close(opts?: { abort?: boolean }): Promise<void>;
+}
+
+/** Where checkpoints keep their session state files (checkpoint-state.ts). */
+export const stateDirOf = (dataDir: string) => join(dataDir, "state");
+
+export function openStorage(config: Config, log: Logger, now: () => number, plans: Plan[], provider: PaymentProvider | null = null): Storage {
+  // Before anything is created or changed: a directory a newer Sextant wrote is refused.
+  const format = checkDataFormat(config.dataDir);
+  mkdirSync(config.dataDir, { recursive: true });
+  const release = lockDataDir(config.dataDir);
+  try {
+    const db = openDbOrRefuse(config.dataDir);
+    const billing = new Billing(
+      db,
+      { plans, prices: config.stripePrices, provider, publicUrl: () => config.publicUrl, hardLimitPercent: config.hardLimitPercent, log },
+      now,
+    );
+    const memory = config.memoryMb * 1024 * 1024;
+    // The partition writer may keep up to an eighth of the memory (at most 256 MiB) of its
+    // working arrays between flushes, taken from the cache's 60% (docs/storage.md).
+    const store = new EventStore({
+      dir: join(config.dataDir, "events"),
+      log,
+      cacheBytes: Math.floor(memory * 0.6),
+      scratchBytes: Math.min(256 * 1024 * 1024, Math.floor(memory / 8)),
+      flushEvents: config.flushEvents,
+      writerNice: config.writerNice,
+    });
+    const ingest = new Ingest({
+      db,
+      log,
+      now,
+      sink: store,
+      walDir: join(config.dataDir, "wal"),
+      answersDir: join(config.dataDir, "answers"),
+      limitFor: (org) => billing.effectiveLimit(org),
+      hardLimitPercent: () => config.hardLimitPercent,
+      shed: shedOptions(config),
+      releaseMemory: (urgent) => store.releasePool(urgent),
+    });
+    const t0 = performance.now();
+    const seq = checkpointSeq(db);
+    const opened = store.open(checkpointGen(db));
+    const stateDir = stateDirOf(config.dataDir);
+    loadCheckpoint({ db, log, ingest, store, stateDir });
+    const { maxApp, ...replayed } = ingest.replay(seq);
+    sweepOrphans({ db, log, store, ingest }, { exportsDir: join(config.dataDir, "exports"), maxAppInLog: maxApp });
+    log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
+    // Recorded once everything above has read and migrated the directory (src/durability/format.ts).
+    if (format !== DATA_FORMAT) {
+      writeDataFormat(config.dataDir);
+      if (format > 0) log.info("data directory upgraded", { from_format: format, to_format: DATA_FORMAT });
+    }
+    const deps = { db, log, ingest, store, stateDir, metrics: new ServerMetrics() };
+    let closed = false;
+    return {
+      ...deps,
+      billing,
+      checkpoint: () => checkpoint(deps),
+      async close(opts = {}) {
+        if (closed) return;
+        closed = true;
+        if (!opts.abort) {
+          // Leave a small log behind: the next start replays little.
+          await checkpoint(deps).catch((e) => log.error("final checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message }));
+        }
+        await ingest.close();
+        await store.close();
+        db.close();
+        release();
+      },
+    };
+  } catch (e) {
+    release();
+    throw e;
+  }
+}
+
+/** openDb, with a schema newer than this build's answered as the format refusal (one line, exit code 2). */
+function openDbOrRefuse(dir: string): Db {
+  try {
+    return openDb(dir);
+  } catch (e) {
+    const m = /newer Sextant \(schema (\d+), this build knows (\d+)/.exec((e as Error).message);
+    if (m) throw new ConfigError(`the data directory ${dir} was written by a newer Sextant (metadata schema ${m[1]}; this build reads up to ${m[2]})`);
+    throw e;
+  }
+}
+
+/**
+ * One process at a time per data directory: a lock file holding the owner's pid. A lock
+ * left by a process that no longer runs (a crash) is taken over.
+ */
+export function lockDataDir(dir: string): () => void {
+  const file = join(dir, "LOCK");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(file, { force: true });
+    } catch (e) {
+      if ((e as { code?: string }).code !== "EEXIST") throw e;
+      const pid = Number(readFileSync(file, "utf8").trim());
+      if (pid && pid !== process.pid && alive(pid)) {
+        throw new ConfigError(`the data directory ${dir} is in use by process ${pid} (stop it first)`);
+      }
+      rmSync(file, { force: true });
+    }
+  }
+  throw new ConfigError(`cannot lock the data directory ${dir}`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
+
+/** RSS headroom over SEXTANT_MEMORY_MB for the runtime, code, request buffers, the flush worker and garbage not yet collected (measured under overload: docs/reliability.md). */
+export const RUNTIME_HEADROOM_MB = 768;
+
+/** Ingest refuses (503) rather than queue past these (docs/reliability.md); memory sheds 128 MiB under the bound. */
+export function shedOptions(config: Pick<Config, "memoryMb">) {
+  const mib = 1024 * 1024;
+  return {
+    // High on purpose: a dashboard query blocks the loop for up to hundreds of ms, and
+    // that alone must not turn ingest away (the in-flight bound catches real overload).
+    maxLagMs: 1000,
+    maxInFlight: 128,
+    maxRssBytes: (config.memoryMb + RUNTIME_HEADROOM_MB - 128) * mib,
+    gcAboveBytes: (config.memoryMb + 256) * mib,
+  };
+}

@@ -1,0 +1,128 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { spawnSextant } from "../helpers/process.ts";
+import { threadsOf } from "../helpers/threads.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+const entry = join(import.meta.dir, "..", "..", "bin", "sextant.ts");
+const tmp = () => tempDir("sextant-cli-");
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const r = Bun.spawnSync([process.execPath, entry, ...args], { env: { ...process.env, ...env }, stdin: "ignore" });
+  return { code: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+describe("sextant command line", () => {
+  test("a bad SEXTANT_PORT stops the start with one clear line", () => {
+    const r = run([], { SEXTANT_PORT: "eighty", SEXTANT_DATA_DIR: tmp() });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual(['sextant: SEXTANT_PORT must be an integer from 0 to 65535 (got "eighty")']);
+  });
+
+  test("--help lists the commands and every option", () => {
+    const r = run(["--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("sextant [serve]");
+    expect(r.stdout).toContain("SEXTANT_DATA_DIR");
+    expect(r.stdout).toContain("--ingest-port");
+  });
+
+  test("an unknown command is refused", () => {
+    const r = run(["frobnicate"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown command");
+  });
+
+  test("SIGTERM stops accepting, closes the store and exits 0", async () => {
+    const dir = tmp();
+    const p = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: dir });
+    expect((await fetch(p.url + "/healthz")).status).toBe(200);
+    expect(await p.signal("SIGTERM")).toBe(0);
+    expect(p.output()).toContain('"msg":"stopped"');
+    // SQLite removes the -wal file when the last connection closes cleanly.
+    expect(existsSync(join(dir, "sextant.db"))).toBe(true);
+    expect(existsSync(join(dir, "sextant.db-wal"))).toBe(false);
+    await expect(fetch(p.url + "/healthz")).rejects.toThrow();
+  });
+
+  test("SIGINT exits 0 too", async () => {
+    const p = await spawnSextant([process.execPath, entry], { SEXTANT_DATA_DIR: tmp() });
+    expect(await p.signal("SIGINT")).toBe(0);
+  });
+
+  // ENGINE_ENV (src/infra/config.ts): the engine reads it only at start, so serve starts itself
+  // again with it, in the same process (bin/reexec.ts). Linux only (/proc).
+  test.skipIf(process.platform !== "linux")("serve runs with the engine settings, in the process that was started", async () => {
+    const threads = (pid: number) => threadsOf(pid).map((t) => t.comm);
+    const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+    const p = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp() });
+    try {
+      // The pid Bun.spawn gave is the server (execve, not a child): it answers, and holds the setting.
+      expect((await fetch(p.url + "/healthz")).status).toBe(200);
+      expect(environ(p.proc.pid)).toContain("BUN_JSC_useWarmUpMarkedBlocks=0");
+      expect(readFileSync(`/proc/${p.proc.pid}/cmdline`, "utf8").split("\0")).toContain("serve");
+      expect(threads(p.proc.pid)).not.toContain("JSCWarmUp");
+    } finally {
+      expect(await p.signal("SIGTERM")).toBe(0);
+    }
+    // A setting given by the operator is kept as given: here the engine's default, thread and all.
+    const q = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp(), BUN_JSC_useWarmUpMarkedBlocks: "1" });
+    try {
+      expect(environ(q.proc.pid)).toContain("BUN_JSC_useWarmUpMarkedBlocks=1");
+      expect(threads(q.proc.pid)).toContain("JSCWarmUp");
+    } finally {
+      expect(await q.signal("SIGTERM")).toBe(0);
+    }
+  });
+
+  // SEXTANT_WRITER_NICE: the partition writer's thread runs that many steps below the
+  // server; nothing else does. Linux only (/proc, per-thread nice).
+  test.skipIf(process.platform !== "linux")("the partition writer's thread runs at the lower priority asked for, and only it", async () => {
+    const p = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp(), SEXTANT_WRITER_NICE: "7", SEXTANT_LOG: "json" });
+    try {
+      for (let i = 0; i < 50 && !p.output().includes("at a lower priority"); i++) await Bun.sleep(100);
+      expect(p.output()).toContain('"msg":"partition writer thread at a lower priority","nice":7');
+      const lowered = threadsOf(p.proc.pid).filter((t) => t.nice !== 0);
+      expect(lowered.map((t) => [t.comm, t.nice])).toEqual([["Worker", 7]]);
+      expect(threadsOf(p.proc.pid).find((t) => t.tid === p.proc.pid)!.nice).toBe(0);
+    } finally {
+      expect(await p.signal("SIGTERM")).toBe(0);
+    }
+    const q = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp(), SEXTANT_WRITER_NICE: "0", SEXTANT_LOG: "json" });
+    try {
+      expect((await fetch(q.url + "/healthz")).status).toBe(200);
+      await Bun.sleep(300);
+      expect(threadsOf(q.proc.pid).filter((t) => t.nice !== 0)).toEqual([]);
+      expect(q.output()).not.toContain("priority");
+    } finally {
+      expect(await q.signal("SIGTERM")).toBe(0);
+    }
+  });
+});
+
+describe("graceful stop", () => {
+  test("a request in flight when SIGTERM arrives still gets its answer", async () => {
+    const p = await spawnSextant([process.execPath, entry], { SEXTANT_DATA_DIR: tmp() });
+    // A body that trickles in: the request is in flight while the signal lands.
+    const body = new ReadableStream<Uint8Array>({
+      async start(c) {
+        c.enqueue(new TextEncoder().encode('{"email":'));
+        await Bun.sleep(400);
+        c.enqueue(new TextEncoder().encode('"slow@example.com"}'));
+        c.close();
+      },
+    });
+    const pending = fetch(p.url + "/api/v1/auth/magic-link", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      duplex: "half",
+    });
+    await Bun.sleep(150);
+    const exited = p.signal("SIGTERM");
+    const res = await pending;
+    expect(res.status).toBe(202);
+    expect(await exited).toBe(0);
+  });
+});
