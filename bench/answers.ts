@@ -21,7 +21,13 @@ const log = { info() {}, debug() {}, warn() {}, error() {}, request() {}, flush(
 
 const dir = mkdtempSync(join(tmpdir(), "sextant-bench-answers-"));
 const t0 = Date.now();
-const answers: StoredAnswer[] = Array.from({ length: TOTAL }, (_, i) => ({ app: 1 + (i % 3), batchId: crypto.randomUUID(), at: t0 + i, accepted: 100, dropped: 0 }));
+const answers: StoredAnswer[] = Array.from({ length: TOTAL }, (_, i) => ({
+  app: 1 + (i % 3),
+  batchId: crypto.randomUUID(),
+  at: t0 + i,
+  accepted: 100,
+  dropped: 0,
+}));
 const cpu = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;

@@ -38,11 +38,22 @@ if (kept && kept.events === EVENTS && kept.days === DAYS) {
   const db0 = setup.services.db;
   const u = ensureUser(db0, "bench@example.com", Date.now());
   const { id: orgId } = createOrg(db0, u.id, "Bench", Date.now());
-  appId = createApp(db0, { kind: "user", userId: u.id, sessionId: "" }, { org_id: orgId, kind: "web", name: "Site", origins: ["https://example.com"] }, Date.now()).app.id;
+  appId = createApp(
+    db0,
+    { kind: "user", userId: u.id, sessionId: "" },
+    { org_id: orgId, kind: "web", name: "Site", origins: ["https://example.com"] },
+    Date.now(),
+  ).app.id;
   await setup.stop();
   end = Date.now();
   const t0 = performance.now();
-  await runGenerate(loadConfig([], {}, { ...base, log: "silent", flushEvents: 2_000_000 }), { app: appId, events: EVENTS, days: DAYS, seed: 11, now: end });
+  await runGenerate(loadConfig([], {}, { ...base, log: "silent", flushEvents: 2_000_000 }), {
+    app: appId,
+    events: EVENTS,
+    days: DAYS,
+    seed: 11,
+    now: end,
+  });
   console.log(`generated ${fmt(EVENTS)} events in ${fmt((performance.now() - t0) / 1000)} s`);
   if (KEEP) writeFileSync(metaFile, JSON.stringify({ appId, end, events: EVENTS, days: DAYS } satisfies Meta));
 }
@@ -51,7 +62,11 @@ if (process.env.GENERATE_ONLY) process.exit(0);
 const logs: string[] = [];
 const srv = await startServer(loadConfig([], {}, base), { logSink: (l) => logs.push(l) });
 // Sign in as the bench user through the API (no mail server: the link is in the log).
-await fetch(srv.url + "/api/v1/auth/magic-link", { method: "POST", headers: { "content-type": "application/json" }, body: '{"email":"bench@example.com"}' });
+await fetch(srv.url + "/api/v1/auth/magic-link", {
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: '{"email":"bench@example.com"}',
+});
 const link = logs.map((l) => JSON.parse(l) as { link?: string }).find((l) => l.link)!.link!;
 const verify = await fetch(srv.url + "/api/v1/auth/verify", {
   method: "POST",
@@ -67,7 +82,10 @@ const tw = performance.now();
 // A cold decode of every partition can pass the 9 s query budget (422); what was decoded
 // stays, so the next try goes on from there.
 for (let i = 0; i < 10; i++) {
-  const r = await fetch(`${srv.url}/api/v1/apps/${appId}/breakdown?dimension=country&from=${day(end - (DAYS - 1) * 86_400_000)}&to=${day(end)}`, { headers: { cookie } });
+  const r = await fetch(
+    `${srv.url}/api/v1/apps/${appId}/breakdown?dimension=country&from=${day(end - (DAYS - 1) * 86_400_000)}&to=${day(end)}`,
+    { headers: { cookie } },
+  );
   if (r.status === 200) break;
 }
 console.log(`warmed in ${fmt((performance.now() - tw) / 1000, 1)} s`);
@@ -98,7 +116,9 @@ try {
       () => {
         // eslint-disable-next-line @typescript-eslint/no-explicit-any
         const g = globalThis as any;
-        const onScreen = [...g.document.querySelectorAll(".panels .card")].filter((c: any) => c.getBoundingClientRect().top < g.innerHeight);
+        const onScreen = [...g.document.querySelectorAll(".panels .card")].filter(
+          (c: any) => c.getBoundingClientRect().top < g.innerHeight,
+        );
         return onScreen.length > 0 && onScreen.every((c: any) => c.querySelector("table.rows, p.muted:not([aria-live])"));
       },
       undefined,
@@ -109,7 +129,11 @@ try {
       performance
         .getEntriesByType("resource")
         .filter((e) => e.name.includes("/api/v1/"))
-        .map((e) => ({ path: new URL(e.name).pathname.replace(/^\/api\/v1/, ""), start: Math.round(e.startTime), end: Math.round((e as PerformanceResourceTiming).responseEnd) })),
+        .map((e) => ({
+          path: new URL(e.name).pathname.replace(/^\/api\/v1/, ""),
+          start: Math.round(e.startTime),
+          end: Math.round((e as PerformanceResourceTiming).responseEnd),
+        })),
     );
     rows.push({ label, ms, api });
     console.log(`${label}: ${fmt(ms)} ms; ${api.map((a) => `${a.path.replace(/^\/apps\/\d+/, "")} ${a.start}→${a.end}`).join(", ")}`);

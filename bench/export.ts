@@ -32,7 +32,9 @@ cpSync(SRC, dir, { recursive: true });
 
 // The data set's org is on the free plan, far past its month's events: ingest would be
 // refused for quota. The largest plan, as an operator would set it.
-const setPlan = Bun.spawnSync([process.execPath, join(ROOT, "bin/sextant.ts"), "org", "set-plan", "1", "scale"], { env: { ...process.env, SEXTANT_DATA_DIR: dir } });
+const setPlan = Bun.spawnSync([process.execPath, join(ROOT, "bin/sextant.ts"), "org", "set-plan", "1", "scale"], {
+  env: { ...process.env, SEXTANT_DATA_DIR: dir },
+});
 if (setPlan.exitCode !== 0) throw new Error(`org set-plan: ${setPlan.stderr.toString()}`);
 const p = await spawnSextant([process.execPath, join(ROOT, "bin/sextant.ts"), "serve"], {
   SEXTANT_DATA_DIR: dir,
@@ -47,7 +49,11 @@ const rssMb = () => {
 
 try {
   // Sign in as the data set's user (the link is in the log: no mail server).
-  await fetch(`${p.url}/api/v1/auth/magic-link`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"email":"bench@example.com"}' });
+  await fetch(`${p.url}/api/v1/auth/magic-link`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: '{"email":"bench@example.com"}',
+  });
   await Bun.sleep(200);
   const link = p
     .output()
@@ -66,16 +72,25 @@ try {
   // load is spread over one app per 6 batches a second, one generator process each.
   const keys: string[] = [];
   for (let i = 0; i < Math.ceil(RATE / 6); i++) {
-    const created = (await (await fetch(`${p.url}/api/v1/apps`, { method: "POST", headers: h, body: JSON.stringify({ org_id: me.orgs[0]!.id, kind: "app", name: `Load ${i}` }) })).json()) as { key: string };
+    const created = (await (
+      await fetch(`${p.url}/api/v1/apps`, {
+        method: "POST",
+        headers: h,
+        body: JSON.stringify({ org_id: me.orgs[0]!.id, kind: "app", name: `Load ${i}` }),
+      })
+    ).json()) as { key: string };
     keys.push(created.key);
   }
   type Load = { p50_ms: number; p99_ms: number; accepted_batches_per_s: number; statuses: Record<string, number>; latencies?: number[] };
   const load = async (): Promise<Load> => {
     const runs = keys.map((key) => {
-      const r = Bun.spawn([process.execPath, join(ROOT, "tests/helpers/loadgen.ts"), p.url, key, String(RATE / keys.length), String(SECONDS), "64"], {
-        env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "1024" },
-        stdout: "pipe",
-      });
+      const r = Bun.spawn(
+        [process.execPath, join(ROOT, "tests/helpers/loadgen.ts"), p.url, key, String(RATE / keys.length), String(SECONDS), "64"],
+        {
+          env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "1024" },
+          stdout: "pipe",
+        },
+      );
       return new Response(r.stdout).text().then((t) => JSON.parse(t) as Load);
     });
     const all = await Promise.all(runs);
@@ -94,13 +109,20 @@ try {
   console.log("ingest alone:", alone1);
 
   // The export, with the load: memory polled throughout.
-  type Job = { state: string; error: string | null; result: { rows: number; bytes: number } | null; progress: { done_partitions: number; total_partitions: number; rows: number } | null };
+  type Job = {
+    state: string;
+    error: string | null;
+    result: { rows: number; bytes: number } | null;
+    progress: { done_partitions: number; total_partitions: number; rows: number } | null;
+  };
   const exportRound = async () => {
     let peak = rssMb();
     const before = peak;
     const poll = setInterval(() => (peak = Math.max(peak, rssMb())), 100);
     const t0 = performance.now();
-    const started = (await (await fetch(`${p.url}/api/v1/apps/${meta.appId}/export`, { method: "POST", headers: h, body: "{}" })).json()) as { job_id: number };
+    const started = (await (
+      await fetch(`${p.url}/api/v1/apps/${meta.appId}/export`, { method: "POST", headers: h, body: "{}" })
+    ).json()) as { job_id: number };
     const during = load();
     let job: Job;
     const seen: string[] = [];
@@ -110,7 +132,9 @@ try {
       if (job.state === "done" || job.state === "failed") break;
       if (job.progress && performance.now() - lastSample > 10_000) {
         lastSample = performance.now();
-        seen.push(`${fmt((performance.now() - t0) / 1000)} s: ${job.progress.done_partitions}/${job.progress.total_partitions} parts, ${fmt(job.progress.rows)} rows`);
+        seen.push(
+          `${fmt((performance.now() - t0) / 1000)} s: ${job.progress.done_partitions}/${job.progress.total_partitions} parts, ${fmt(job.progress.rows)} rows`,
+        );
       }
       await Bun.sleep(500);
     }
@@ -118,7 +142,9 @@ try {
     if (job.state !== "done") throw new Error(`export failed: ${job.error}`);
     const withExport = await during;
     clearInterval(poll);
-    console.log(`export: ${fmt(exportS, 1)} s, ${fmt(job.result!.rows)} rows, ${fmt(job.result!.bytes / 1048576, 1)} MiB; progress seen while running: ${seen.join("; ")}; peak RSS ${fmt(peak)} MiB`);
+    console.log(
+      `export: ${fmt(exportS, 1)} s, ${fmt(job.result!.rows)} rows, ${fmt(job.result!.bytes / 1048576, 1)} MiB; progress seen while running: ${seen.join("; ")}; peak RSS ${fmt(peak)} MiB`,
+    );
     console.log("ingest with the export:", withExport);
     return { withExport, exportS, job, seen, peak, before, jobId: started.job_id };
   };
@@ -136,12 +162,19 @@ try {
   db.close();
   const duck = await (await DuckDBInstance.create(":memory:")).connect();
   const counted = Number((await duck.runAndReadAll(`select count(*) n from read_parquet('${file}')`)).getRowObjects()[0]!.n);
-  const groups = Number((await duck.runAndReadAll(`select count(distinct row_group_id) g from parquet_metadata('${file}')`)).getRowObjects()[0]!.g);
-  console.log(`file rows (DuckDB): ${fmt(counted)} of ${fmt(meta.events)} events; ${groups} row groups; peak RSS ${fmt(peak)} MiB (before ${fmt(before)}), bound ${fmt(MEMORY_MB + 768)} MiB`);
+  const groups = Number(
+    (await duck.runAndReadAll(`select count(distinct row_group_id) g from parquet_metadata('${file}')`)).getRowObjects()[0]!.g,
+  );
+  console.log(
+    `file rows (DuckDB): ${fmt(counted)} of ${fmt(meta.events)} events; ${groups} row groups; peak RSS ${fmt(peak)} MiB (before ${fmt(before)}), bound ${fmt(MEMORY_MB + 768)} MiB`,
+  );
 
   const ratio1 = withExport.p99_ms / Math.max(1, alone1.p99_ms);
   const ratio2 = r2.withExport.p99_ms / Math.max(1, alone2.p99_ms);
-  const row = (label: string, r: Load) => `| ${label} | ${fmt(r.accepted_batches_per_s)} | ${fmt(r.p50_ms)} | ${fmt(r.p99_ms)} | ${Object.entries(r.statuses).map(([k, v]) => `${k}: ${fmt(v)}`).join(", ")} |`;
+  const row = (label: string, r: Load) =>
+    `| ${label} | ${fmt(r.accepted_batches_per_s)} | ${fmt(r.p50_ms)} | ${fmt(r.p99_ms)} | ${Object.entries(r.statuses)
+      .map(([k, v]) => `${k}: ${fmt(v)}`)
+      .join(", ")} |`;
   writeSection(
     "export",
     `## Exports at any size (issue 36)

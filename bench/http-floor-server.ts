@@ -111,6 +111,10 @@ const handler = handlers[variant];
 if (!handler) throw new Error(`unknown VARIANT ${variant}`);
 const route = variant.startsWith("batch:") ? "/v1/batch" : "/v1/event";
 // Anything but the measured route (the readiness check) gets a plain 202.
-Bun.serve({ port: listenPort, hostname: "127.0.0.1", routes: { [route]: { POST: handler } }, fetch: () => new Response(null, { status: 202 }) });
+Bun.serve({
+  port: listenPort,
+  hostname: "127.0.0.1",
+  routes: { [route]: { POST: handler } },
+  fetch: () => new Response(null, { status: 202 }),
+});
 console.log(`${variant} on ${listenPort}`);
-

@@ -45,7 +45,10 @@ const cpuMicros = (pid: number) => {
 const runs = new Map<string, { rps: number; cpu: number; p99: number }[]>(VARIANTS.map((v) => [v, []]));
 for (let round = 0; round < ROUNDS; round++) {
   for (const v of VARIANTS) {
-    const p = Bun.spawn(["taskset", "-c", "0", process.execPath, join(ROOT, "bench", "http-floor-server.ts")], { env: { ...process.env, PORT: String(PORT), VARIANT: v }, stdout: "ignore" });
+    const p = Bun.spawn(["taskset", "-c", "0", process.execPath, join(ROOT, "bench", "http-floor-server.ts")], {
+      env: { ...process.env, PORT: String(PORT), VARIANT: v },
+      stdout: "ignore",
+    });
     const batch = v.startsWith("batch:");
     const url = `http://127.0.0.1:${PORT}/v1/${batch ? "batch" : "event"}`;
     const script = batch ? batchScript : webScript;

@@ -87,7 +87,14 @@ const floorWeb = pinned([floorServer], { PORT: String(FLOOR_WEB_PORT), VARIANT: 
 const floorBatch = pinned([floorServer], { PORT: String(FLOOR_BATCH_PORT), VARIANT: FLOOR_BATCH }, join(dir, "floor-batch.log"));
 const server = pinned(
   [join(ROOT, "bin", "sextant.ts"), "serve"],
-  { SEXTANT_DATA_DIR: dir, SEXTANT_PORT: String(PORT), SEXTANT_HOST: "127.0.0.1", SEXTANT_TRUST_PROXY: "true", SEXTANT_PLANS_FILE: plansFile, SEXTANT_LOG: "json" },
+  {
+    SEXTANT_DATA_DIR: dir,
+    SEXTANT_PORT: String(PORT),
+    SEXTANT_HOST: "127.0.0.1",
+    SEXTANT_TRUST_PROXY: "true",
+    SEXTANT_PLANS_FILE: plansFile,
+    SEXTANT_LOG: "json",
+  },
   join(dir, "server.log"),
 );
 const base = `http://127.0.0.1:${PORT}`;
@@ -117,7 +124,8 @@ wrk(`${bareUrl}/v1/event`, web, { connections: CONNS, seconds: 3, core: 1, env }
 wrk(`${floorWebUrl}/v1/event`, web, { connections: CONNS, seconds: 3, core: 1, env });
 wrk(`${floorBatchUrl}/v1/batch`, bat, { connections: CONNS, seconds: 3, core: 1, env });
 wrk(`${base}/v1/event`, web, { connections: CONNS, seconds: 5, core: 1, env });
-if (WARM_OTHER_S > 0) wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: WARM_OTHER_S, core: 1, env: { ...env, APP_KEY: warmApp.key } });
+if (WARM_OTHER_S > 0)
+  wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: WARM_OTHER_S, core: 1, env: { ...env, APP_KEY: warmApp.key } });
 wrk(`${base}/v1/batch`, bat, { connections: CONNS, seconds: WARM_BATCH_S, core: 1, env });
 
 interface Measured extends WrkResult {
@@ -152,7 +160,16 @@ async function settle(pid: number): Promise<number> {
 const settleMs: number[] = [];
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
-const runs: Record<string, Measured[]> = { bare: [], floorWeb: [], web: [], webQ: [], floorBatch: [], batch: [], batchPaced: [], batchQ: [] };
+const runs: Record<string, Measured[]> = {
+  bare: [],
+  floorWeb: [],
+  web: [],
+  webQ: [],
+  floorBatch: [],
+  batch: [],
+  batchPaced: [],
+  batchQ: [],
+};
 /** The share of the round's own batch rate the paced row offers. */
 const PACED_SHARE = 0.6;
 const paceWaits: number[] = [];
@@ -179,14 +196,22 @@ for (let round = 0; round < ROUNDS; round++) {
     ["webQ", `${base}/v1/event`, web],
     ["batchQ", `${base}/v1/batch`, bat],
   ] as const) {
-    const q = Bun.spawn(["taskset", "-c", "1", "wrk", "-t1", "-c4", `-d${SECONDS}s`, "-s", qry, base], { env: { ...process.env, ...env }, stdout: "pipe" });
+    const q = Bun.spawn(["taskset", "-c", "1", "wrk", "-t1", "-c4", `-d${SECONDS}s`, "-s", qry, base], {
+      env: { ...process.env, ...env },
+      stdout: "pipe",
+    });
     runs[key]!.push(measure(key, url, script, server.pid));
     const qText = await new Response(q.stdout).text();
     queryRates.push(Number(/Requests\/sec:\s+([\d.]+)/.exec(qText)?.[1] ?? 0));
   }
 }
 
-const rss = Number(Bun.spawnSync(["ps", "-o", "rss=", "-p", String(server.pid)]).stdout.toString().trim() || 0) / 1024;
+const rss =
+  Number(
+    Bun.spawnSync(["ps", "-o", "rss=", "-p", String(server.pid)])
+      .stdout.toString()
+      .trim() || 0,
+  ) / 1024;
 server.kill("SIGTERM");
 bare.kill();
 floorWeb.kill("SIGTERM");

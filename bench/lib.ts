@@ -1,10 +1,11 @@
 // Shared helpers for benchmarks: machine description, wrk runs pinned to a core, waiting
-// for a server, writing a section of bench/RESULTS.md between markers, and the gzip
-// batches the ingest benches send.
+// for a server, writing a run's figures (its short form to bench/RESULTS.md between
+// markers, the whole of it to today's file in bench/journal/), and the gzip batches the
+// ingest benches send.
 
-import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { gzipSync } from "node:zlib";
 
 export const ROOT = join(import.meta.dir, "..");
@@ -29,7 +30,11 @@ const toMs = (v: string) => {
   return m[2] === "us" ? n / 1000 : m[2] === "s" ? n * 1000 : n;
 };
 
-export function wrk(url: string, script: string, opts: { connections: number; seconds: number; core: number; env?: Record<string, string> }): WrkResult {
+export function wrk(
+  url: string,
+  script: string,
+  opts: { connections: number; seconds: number; core: number; env?: Record<string, string> },
+): WrkResult {
   const r = Bun.spawnSync(
     ["taskset", "-c", String(opts.core), "wrk", "-t1", `-c${opts.connections}`, `-d${opts.seconds}s`, "--latency", "-s", script, url],
     { env: { ...process.env, ...(opts.env ?? {}) } },
@@ -57,15 +62,77 @@ export async function waitFor(url: string, ms = 15_000) {
   }
 }
 
+const today = () => new Date().toISOString().slice(0, 10);
+
+/**
+ * Writes a run's figures. bench/RESULTS.md gets the short form (see shortForm) between the
+ * section's markers, replacing the last run's, so that page stays one short page; the whole
+ * body is appended to bench/journal/<today>.md, so the history of runs keeps accumulating.
+ */
 export function writeSection(name: string, body: string) {
+  appendToJournal(name, body);
   const file = join(ROOT, "bench", "RESULTS.md");
-  const doc = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n\nEach section is written by the bench script it names. Figures are measured, never asserted in tests.\n";
+  const doc = existsSync(file)
+    ? readFileSync(file, "utf8")
+    : "# Benchmark results\n\nThe latest run of each benchmark; every run in full is in [bench/journal/](journal/README.md). Figures are measured, never asserted in tests.\n";
   const begin = `<!-- BEGIN ${name} -->`;
   const end = `<!-- END ${name} -->`;
   const a = doc.indexOf(begin);
   const b = doc.indexOf(end);
-  const section = `${begin}\n${body.trim()}\n${end}`;
-  writeFileSync(file, a === -1 || b === -1 ? `${doc.trimEnd()}\n\n${section}\n` : doc.slice(0, a) + section + doc.slice(b + end.length));
+  const section = `${begin}\n${shortForm(body)}\n${end}`;
+  const title = /^## (.+)$/m.exec(body)?.[1] ?? name;
+  const next =
+    a === -1 || b === -1 ? `${doc.trimEnd()}\n\n## ${title}\n\n${section}\n` : doc.slice(0, a) + section + doc.slice(b + end.length);
+  writeFileSync(file, next);
+}
+
+/**
+ * What bench/RESULTS.md shows of a run: machine, date and command on one line (read from
+ * the body's "- Machine:", "- Date:", "- Command:" lines, or its opening "date, machine,
+ * command `…`" sentence), a link to the journal file of that date, then the body's tables,
+ * each with the caption line before it when that line ends with a colon.
+ */
+export function shortForm(body: string): string {
+  const text = body.trim();
+  const lead = /^(\d{4}-\d{2}-\d{2}), (.+?), command (`[^`]+`)/m.exec(text);
+  const date = /^- Date: (\d{4}-\d{2}-\d{2})/m.exec(text)?.[1] ?? lead?.[1] ?? today();
+  const host = /^- Machine: (.+)$/m.exec(text)?.[1] ?? lead?.[2] ?? machine();
+  const command =
+    /^- Command: (`[^`]+`(?: \([A-Z_]+=[^)]*\))?)/m.exec(text)?.[1] ??
+    lead?.[3] ??
+    `\`bun ${[`bench/${basename(process.argv[1] ?? "")}`, ...process.argv.slice(2)].join(" ")}\``;
+  const out = [`${host} · ${date} · ${command} · [details](journal/${date}.md)`];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    if (!lines[i]!.startsWith("|")) continue;
+    let j = i;
+    while (j < lines.length && lines[j]!.startsWith("|")) j++;
+    const before = lines[i - 1]?.trim() === "" ? lines[i - 2] : lines[i - 1];
+    const caption = before?.endsWith(":") && !before.startsWith("- ") && !before.startsWith("|") && before.length <= 200;
+    out.push("", ...(caption && before ? [before, ""] : []), ...lines.slice(i, j));
+    i = j;
+  }
+  return out.join("\n");
+}
+
+/** Appends a run to today's journal file, under its own heading with the time of the run. */
+function appendToJournal(name: string, body: string) {
+  const dir = join(ROOT, "bench", "journal");
+  mkdirSync(dir, { recursive: true });
+  const date = today();
+  const file = join(dir, `${date}.md`);
+  if (!existsSync(file)) {
+    const intro = `Runs of ${date}, each in full as its bench script wrote it (the latest of each, in short, is in bench/RESULTS.md).`;
+    writeFileSync(file, `# Benchmark journal, ${date}\n\n${intro}\n`);
+    const index = join(dir, "README.md");
+    if (existsSync(index)) appendFileSync(index, `- [${date}.md](${date}.md): runs written by the bench scripts.\n`);
+  }
+  const time = new Date().toISOString().slice(11, 16);
+  const text = body.trim();
+  const entry = text.startsWith("## ")
+    ? text.replace(/^## (.*)$/m, `## $1, run at ${time} UTC`)
+    : `## ${name}, run at ${time} UTC\n\n${text}`;
+  appendFileSync(file, `\n${entry}\n`);
 }
 
 export const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -78,7 +145,15 @@ export function batchBodies(devices: number, now = Date.now()): Uint8Array[] {
       gzipSync(
         JSON.stringify({
           sdk: "sextant-swift/1.0.0",
-          system: { os_name: "iOS", os_version: "17.2", device_model: "iPhone15,2", locale: "en_GB", app_version: "2.1.0", app_build: "210", is_debug: false },
+          system: {
+            os_name: "iOS",
+            os_version: "17.2",
+            device_model: "iPhone15,2",
+            locale: "en_GB",
+            app_version: "2.1.0",
+            app_build: "210",
+            is_debug: false,
+          },
           events: Array.from({ length: 100 }, (_, i) => ({
             name: ["screen_view", "tap", "purchase", "search"][i % 4],
             ts: new Date(now - (100 - i) * 1000).toISOString(),
@@ -103,6 +178,5 @@ export function writeBatchFile(file: string, devices: number, now = Date.now()):
   const bodies = batchBodies(devices, now);
   writeFileSync(file, Buffer.concat(bodies));
   let offset = 0;
-  writeFileSync(`${file}.idx`, bodies.map((b) => `${offset} ${((offset += b.length), b.length)}`).join("\n") + "\n");
+  writeFileSync(`${file}.idx`, bodies.map((b) => `${offset} ${(((offset += b.length)), b.length)}`).join("\n") + "\n");
 }
-

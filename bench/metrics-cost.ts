@@ -60,7 +60,9 @@ const N = Number(process.argv[2] ?? 3000);
     const pairs: [number, number][] = [];
     for (let r = 0; r < 6; r++) pairs.push([base(), fn()]);
     const added = pairs.map(([a, b]) => b - a).sort((x, y) => x - y);
-    console.log(JSON.stringify({ part, runs: added.map((x) => +x.toFixed(1)), median: +((added[2]! + added[3]!) / 2).toFixed(1), sink: sink > 0 }));
+    console.log(
+      JSON.stringify({ part, runs: added.map((x) => +x.toFixed(1)), median: +((added[2]! + added[3]!) / 2).toFixed(1), sink: sink > 0 }),
+    );
   }
 }
 
@@ -68,11 +70,18 @@ const N = Number(process.argv[2] ?? 3000);
 const dir = mkdtempSync(join(tmpdir(), "sextant-bench-metrics-"));
 const plansFile = join(dir, "plans.json");
 writeFileSync(plansFile, JSON.stringify([{ id: "free", events_per_month: 100_000_000_000, price_usd_month: 0 }]));
-const srv = await startServer(loadConfig([], {}, { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent", plansFile }), { autoSchedule: false });
+const srv = await startServer(loadConfig([], {}, { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent", plansFile }), {
+  autoSchedule: false,
+});
 const db = srv.services.db;
 const user = ensureUser(db, "bench@example.com", Date.now());
 const { id: orgId } = createOrg(db, user.id, "Bench", Date.now());
-const app = createApp(db, { kind: "user" as const, userId: user.id, sessionId: "" }, { org_id: orgId, kind: "app", name: "App" }, Date.now());
+const app = createApp(
+  db,
+  { kind: "user" as const, userId: user.id, sessionId: "" },
+  { org_id: orgId, kind: "app", name: "App" },
+  Date.now(),
+);
 const bodies = batchBodies(500, Date.now());
 const handlers = ingestHandlers(srv.services);
 let seq = 0;
@@ -117,6 +126,8 @@ for (let r = 0; r < 6; r++) {
   rows.push({ on: +res.on!.toFixed(1), off: +res.off!.toFixed(1) });
 }
 const diffs = rows.map((r) => r.on - r.off).sort((a, b) => a - b);
-console.log(JSON.stringify({ part: "CPU µs per batch of 100 through the handler", rows, on_minus_off_sorted: diffs.map((d) => +d.toFixed(1)) }));
+console.log(
+  JSON.stringify({ part: "CPU µs per batch of 100 through the handler", rows, on_minus_off_sorted: diffs.map((d) => +d.toFixed(1)) }),
+);
 await srv.stop();
 rmSync(dir, { recursive: true, force: true });

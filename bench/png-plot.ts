@@ -120,7 +120,8 @@ class Canvas {
     const sy = y0 < y1 ? 1 : -1;
     let err = dx + dy;
     for (let n = 0; ; n++) {
-      if (!dash || Math.floor(n / dash) % 2 === 0) this.rect(x0 - Math.floor((thick - 1) / 2), y0 - Math.floor((thick - 1) / 2), thick, thick, c);
+      if (!dash || Math.floor(n / dash) % 2 === 0)
+        this.rect(x0 - Math.floor((thick - 1) / 2), y0 - Math.floor((thick - 1) / 2), thick, thick, c);
       if (x0 === x1 && y0 === y1) break;
       const e2 = 2 * err;
       if (e2 >= dy) {
@@ -140,7 +141,8 @@ class Canvas {
       const g = GLYPHS[ch];
       if (g) {
         const rows = g.split(" ");
-        for (let r = 0; r < 7; r++) for (let col = 0; col < 5; col++) if (rows[r]![col] === "1") this.rect(cx + col * SCALE, y + r * SCALE, SCALE, SCALE, c);
+        for (let r = 0; r < 7; r++)
+          for (let col = 0; col < 5; col++) if (rows[r]![col] === "1") this.rect(cx + col * SCALE, y + r * SCALE, SCALE, SCALE, c);
       }
       cx += CHAR_W;
     }

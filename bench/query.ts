@@ -51,7 +51,8 @@ const base = { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" as const,
 const metaFile = join(dir, "bench-meta.json");
 type Meta = { appId: number; end: number; events: number; days: number };
 const kept: Meta | null = KEEP && existsSync(metaFile) ? JSON.parse(readFileSync(metaFile, "utf8")) : null;
-if (kept && (kept.events !== EVENTS || kept.days !== DAYS)) throw new Error(`${dir} holds ${kept.events} events over ${kept.days} days: use another BENCH_DATA`);
+if (kept && (kept.events !== EVENTS || kept.days !== DAYS))
+  throw new Error(`${dir} holds ${kept.events} events over ${kept.days} days: use another BENCH_DATA`);
 let appId: number;
 let end: number;
 if (kept) {
@@ -63,10 +64,21 @@ if (kept) {
   const db0 = setup.services.db;
   const u = ensureUser(db0, "bench@example.com", Date.now());
   const { id: orgId } = createOrg(db0, u.id, "Bench", Date.now());
-  appId = createApp(db0, { kind: "user", userId: u.id, sessionId: "" }, { org_id: orgId, kind: "web", name: "Site", origins: ["https://example.com"] }, Date.now()).app.id;
+  appId = createApp(
+    db0,
+    { kind: "user", userId: u.id, sessionId: "" },
+    { org_id: orgId, kind: "web", name: "Site", origins: ["https://example.com"] },
+    Date.now(),
+  ).app.id;
   await setup.stop();
   end = Date.now();
-  await runGenerate(loadConfig([], {}, { ...base, flushEvents: 2_000_000 }), { app: appId, events: EVENTS, days: DAYS, seed: 11, now: end });
+  await runGenerate(loadConfig([], {}, { ...base, flushEvents: 2_000_000 }), {
+    app: appId,
+    events: EVENTS,
+    days: DAYS,
+    seed: 11,
+    now: end,
+  });
 }
 const storage = openStorage(loadConfig([], {}, base), createLogger("silent"), Date.now, BUILTIN_PLANS);
 await storage.store.compactBefore(new Date(end + 86_400_000).toISOString().slice(0, 10));
@@ -78,7 +90,11 @@ if (KEEP && process.env.GENERATE_ONLY) {
 }
 const store = storage.store;
 const runner = new QueryRunner({ store, now: () => end, budgetMs: 600_000, maxWaiting: 100 });
-const window = resolveWindow(new Date(end - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10), new Date(end).toISOString().slice(0, 10), end);
+const window = resolveWindow(
+  new Date(end - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10),
+  new Date(end).toISOString().slice(0, 10),
+  end,
+);
 let budget: { check(): void } = { check() {} };
 type Ctx = (filters?: Filter[]) => QueryContext;
 const plainCtx: Ctx = (filters = []) => runner.context(appId, "web", window, false, filters, budget);
@@ -102,7 +118,9 @@ const duck = await DuckDBInstance.create(":memory:", {
   ...(DUCKDB_MEMORY ? { memory_limit: DUCKDB_MEMORY, temp_directory: join(dir, "duckdb-tmp") } : {}),
 });
 const con = await duck.connect();
-await con.run(`create view e as select * from read_parquet('${files}') where not debug and ts >= epoch_ms(${window.startMs}) and ts < epoch_ms(${window.endMs})`);
+await con.run(
+  `create view e as select * from read_parquet('${files}') where not debug and ts >= epoch_ms(${window.startMs}) and ts < epoch_ms(${window.endMs})`,
+);
 await con.run(`select count(*) from e`); // warm the file cache
 
 async function time(fn: () => unknown | Promise<unknown>, runs = RUNS): Promise<number> {
@@ -144,7 +162,12 @@ async function longestHold(fn: (ctx: Ctx) => Work<unknown>): Promise<number> {
 
 const US: Filter[] = [{ dim: "country", values: ["US"] }];
 const cases: [string, (ctx: Ctx) => Work<unknown>, string, number][] = [
-  ["overview, unfiltered (rollups)", (ctx) => period(ctx()), `select date_trunc('day', ts) d, count(*), count(distinct session), count(distinct visitor) from e group by 1`, 0.5],
+  [
+    "overview, unfiltered (rollups)",
+    (ctx) => period(ctx()),
+    `select date_trunc('day', ts) d, count(*), count(distinct session), count(distinct visitor) from e group by 1`,
+    0.5,
+  ],
   [
     "overview, filtered (country=US)",
     (ctx) => period(ctx(US)),
@@ -153,9 +176,24 @@ const cases: [string, (ctx: Ctx) => Work<unknown>, string, number][] = [
             (select sum(c) from (select count(distinct visitor) c from e where country='US' group by date_trunc('day', ts)))`,
     0.5,
   ],
-  ["breakdown country, events", (ctx) => breakdown(ctx(), "country", "events", 10), `select country, count(*) c from e group by 1 order by 2 desc limit 10`, 0.5],
-  ["breakdown pathname, users", (ctx) => breakdown(ctx(), "pathname", "users", 10), `select pathname, count(distinct (date_trunc('day', ts), visitor)) c from e group by 1 order by 2 desc limit 10`, 0.5],
-  ["events list", (ctx) => eventsList(ctx(), 50), `select name, date_trunc('day', ts) d, count(*), count(distinct visitor) from e group by 1, 2`, 0.5],
+  [
+    "breakdown country, events",
+    (ctx) => breakdown(ctx(), "country", "events", 10),
+    `select country, count(*) c from e group by 1 order by 2 desc limit 10`,
+    0.5,
+  ],
+  [
+    "breakdown pathname, users",
+    (ctx) => breakdown(ctx(), "pathname", "users", 10),
+    `select pathname, count(distinct (date_trunc('day', ts), visitor)) c from e group by 1 order by 2 desc limit 10`,
+    0.5,
+  ],
+  [
+    "events list",
+    (ctx) => eventsList(ctx(), 50),
+    `select name, date_trunc('day', ts) d, count(*), count(distinct visitor) from e group by 1, 2`,
+    0.5,
+  ],
   [
     "event detail (signup)",
     (ctx) => eventDetail(ctx(), "signup", undefined, undefined),
@@ -217,12 +255,18 @@ for (const [label, ours, q, target] of cases) {
     budget = { check() {} };
     overBudget.push(`${label}: ${answered} after ${fmt(performance.now() - started, 0)} ms`);
   }
-  rows.push(`| ${label} | ${fmt(a, 1)} | ${fmt(hold, 1)} | ${fmt(b, 1)} | ${fmt(a / b, 2)}x | ≤ ${target}x | ${a / b <= target ? "met" : "not met"} |`);
+  rows.push(
+    `| ${label} | ${fmt(a, 1)} | ${fmt(hold, 1)} | ${fmt(b, 1)} | ${fmt(a / b, 2)}x | ≤ ${target}x | ${a / b <= target ? "met" : "not met"} |`,
+  );
   console.log(rows.at(-1));
 }
 
 // Daily unique visitors: rollups (exact to 2,048, then HyperLogLog) vs exact vs DuckDB approx.
-const exact = (await con.runAndReadAll(`select strftime(date_trunc('day', ts), '%Y-%m-%d') d, count(distinct visitor)::int x, approx_count_distinct(visitor)::int a from e group by 1 order by 1`)).getRowObjects();
+const exact = (
+  await con.runAndReadAll(
+    `select strftime(date_trunc('day', ts), '%Y-%m-%d') d, count(distinct visitor)::int x, approx_count_distinct(visitor)::int a from e group by 1 order by 1`,
+  )
+).getRowObjects();
 let oursErr = 0;
 let duckErr = 0;
 let n = 0;

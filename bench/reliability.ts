@@ -28,7 +28,12 @@ const tests = ["fuzz", "crash", "overload", "disk", "stalled-disk", "isolation",
 let failed = 0;
 for (const file of tests) {
   const t0 = Date.now();
-  const r = Bun.spawnSync([process.execPath, "test", "--timeout", "3600000", file], { cwd: root, env, stdout: "inherit", stderr: "inherit" });
+  const r = Bun.spawnSync([process.execPath, "test", "--timeout", "3600000", file], {
+    cwd: root,
+    env,
+    stdout: "inherit",
+    stderr: "inherit",
+  });
   console.log(`${file}: exit ${r.exitCode} in ${Math.round((Date.now() - t0) / 1000)} s`);
   if (r.exitCode !== 0) failed++;
 }
@@ -36,7 +41,13 @@ const soak = Bun.spawnSync([process.execPath, "bench/soak.ts", soakSeconds], { c
 if (soak.exitCode !== 0) failed++;
 
 const figures: Record<string, unknown> = {};
-for (const f of readdirSync(out)) if (f.endsWith(".json") && f !== "all.json") figures[f.replace(/\.json$/, "")] = JSON.parse(readFileSync(join(out, f), "utf8"));
-writeFileSync(join(out, "all.json"), JSON.stringify({ date: new Date().toISOString(), minutes: Math.round((Date.now() - started) / 60000), failed, figures }, null, 2));
-console.log(`reliability run: ${failed ? `${failed} part(s) FAILED` : "all passed"} in ${Math.round((Date.now() - started) / 60000)} min; figures in ${out}`);
+for (const f of readdirSync(out))
+  if (f.endsWith(".json") && f !== "all.json") figures[f.replace(/\.json$/, "")] = JSON.parse(readFileSync(join(out, f), "utf8"));
+writeFileSync(
+  join(out, "all.json"),
+  JSON.stringify({ date: new Date().toISOString(), minutes: Math.round((Date.now() - started) / 60000), failed, figures }, null, 2),
+);
+console.log(
+  `reliability run: ${failed ? `${failed} part(s) FAILED` : "all passed"} in ${Math.round((Date.now() - started) / 60000)} min; figures in ${out}`,
+);
 process.exit(failed ? 1 : 0);

@@ -155,7 +155,11 @@ async function signIn(p: Proc, email: string) {
   }
   if (!link) throw new Error("no sign-in link in the server log");
   const token = new URL(link).searchParams.get("token");
-  const v = await fetch(p.url + "/api/v1/auth/verify", { method: "POST", headers: { ...json, "x-requested-with": "soak" }, body: JSON.stringify({ token }) });
+  const v = await fetch(p.url + "/api/v1/auth/verify", {
+    method: "POST",
+    headers: { ...json, "x-requested-with": "soak" },
+    body: JSON.stringify({ token }),
+  });
   if (!v.ok) throw new Error(`verify answered ${v.status}`);
   return { cookie: v.headers.get("set-cookie")!.split(";")[0]!, "x-requested-with": "soak", ...json };
 }
@@ -193,7 +197,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     log(`server pid ${pid} at ${url}, data in ${dir}`);
     const headers = await signIn(p, "soak@example.com");
     const org = await post<{ id: number }>(url + "/api/v1/orgs", headers, { name: "Soak" });
-    const app = await post<{ app: { id: number }; key: string }>(url + "/api/v1/apps", headers, { org_id: org.id, kind: "app", name: "Soak app" });
+    const app = await post<{ app: { id: number }; key: string }>(url + "/api/v1/apps", headers, {
+      org_id: org.id,
+      kind: "app",
+      name: "Soak app",
+    });
     const site = await post<{ app: { id: number }; key: string }>(url + "/api/v1/apps", headers, {
       org_id: org.id,
       kind: "web",
@@ -207,7 +215,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     let cur = fresh();
     const allIngest: number[] = [];
     const allQuery: number[] = [];
-    const byEndpoint: Record<string, number[]> = Object.fromEntries(["overview", "breakdown", "events", "live", "sessions", "heatmap"].map((e) => [e, []]));
+    const byEndpoint: Record<string, number[]> = Object.fromEntries(
+      ["overview", "breakdown", "events", "live", "sessions", "heatmap"].map((e) => [e, []]),
+    );
     const totals = { batch: 0, web: 0, query: 0, errors: 0, serverErrors: 0 };
     const errorExamples: string[] = [];
     let acked = 0;
@@ -272,7 +282,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         const body = JSON.stringify({
           sdk: "soak/1",
           system: { os_name: "iOS", os_version: "17", app_version: "1.0", locale: "en" },
-          events: Array.from({ length: batchEvents }, (_, i) => ({ name: i % 10 === 0 ? "screen_view" : "tap", ts, session_id: session, props: { n: i } })),
+          events: Array.from({ length: batchEvents }, (_, i) => ({
+            name: i % 10 === 0 ? "screen_view" : "tap",
+            ts,
+            session_id: session,
+            props: { n: i },
+          })),
         });
         return timed("batch", () =>
           fetch(url + "/v1/batch", {
@@ -325,7 +340,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         const back = Math.floor(k / ENDPOINTS.length + r * 3) % WINDOWS;
         const to = Date.now();
         const qs = live ? "" : `${ep.includes("?") ? "&" : "?"}from=${day(to - back * DAY_MS)}&to=${day(to)}`;
-        return timed("query", () => fetch(`${url}/api/v1/apps/${app.app.id}/${ep}${qs}`, { headers: { cookie: headers.cookie }, signal: timeout() }), ep.split("?")[0]);
+        return timed(
+          "query",
+          () => fetch(`${url}/api/v1/apps/${app.app.id}/${ep}${qs}`, { headers: { cookie: headers.cookie }, signal: timeout() }),
+          ep.split("?")[0],
+        );
       });
 
     const samples: Sample[] = [];
@@ -378,7 +397,20 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       "second,rss_mb,batch_requests,web_requests,query_requests,errors,server_errors,ingest_p50_ms,ingest_p99_ms,query_p50_ms,query_p99_ms,events_acked\n" +
         samples
           .map((s) =>
-            [s.second, f(s.rssMb), s.batchRequests, s.webRequests, s.queryRequests, s.errors, s.serverErrors, f(s.ingestP50Ms, 2), f(s.ingestP99Ms, 2), f(s.queryP50Ms, 2), f(s.queryP99Ms, 2), s.acked].join(","),
+            [
+              s.second,
+              f(s.rssMb),
+              s.batchRequests,
+              s.webRequests,
+              s.queryRequests,
+              s.errors,
+              s.serverErrors,
+              f(s.ingestP50Ms, 2),
+              f(s.ingestP99Ms, 2),
+              f(s.queryP50Ms, 2),
+              f(s.queryP99Ms, 2),
+              s.acked,
+            ].join(","),
           )
           .join("\n") +
         "\n",
@@ -403,7 +435,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       ).slope * 60;
     const halfSpan = half.length ? half[half.length - 1]!.second - half[0]!.second : 0;
     const rss = samples.map((s) => s.rssMb).filter(Number.isFinite);
-    const fitted: [number, number][] = half.length ? [half[0]!.second, half[half.length - 1]!.second].map((x) => [x, fit.intercept + fit.slope * x] as [number, number]) : [];
+    const fitted: [number, number][] = half.length
+      ? [half[0]!.second, half[half.length - 1]!.second].map((x) => [x, fit.intercept + fit.slope * x] as [number, number])
+      : [];
 
     writeChart(pngFile, {
       width: 1000,
@@ -414,7 +448,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
           title: "Server RSS (MB)",
           series: [
             { label: "RSS", color: [31, 95, 191], points: samples.map((s) => [s.second, s.rssMb]) },
-            { label: `Fit ${slopeMbPerMin >= 0 ? "+" : ""}${slopeMbPerMin.toFixed(1)} MB/min`, color: [200, 40, 40], points: fitted, dashed: true },
+            {
+              label: `Fit ${slopeMbPerMin >= 0 ? "+" : ""}${slopeMbPerMin.toFixed(1)} MB/min`,
+              color: [200, 40, 40],
+              points: fitted,
+              dashed: true,
+            },
           ],
         },
         {
@@ -449,7 +488,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       queryP50Ms: percentile(allQuery, 50),
       queryP99Ms: percentile(allQuery, 99),
       queryByEndpoint: Object.fromEntries(
-        Object.entries(byEndpoint).map(([e, v]) => [e, { n: v.length, p50Ms: percentile(v, 50), p99Ms: percentile(v, 99), maxMs: Math.max(...v) }]),
+        Object.entries(byEndpoint).map(([e, v]) => [
+          e,
+          { n: v.length, p50Ms: percentile(v, 50), p99Ms: percentile(v, 99), maxMs: Math.max(...v) },
+        ]),
       ),
       upAtEnd,
       exitCode,

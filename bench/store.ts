@@ -54,7 +54,7 @@ const hourly = sizeOf(join(dir, "events"));
 
 // 2. Compaction of every finished day.
 const log = createLogger("silent");
-let storage = openStorage(loadConfig([], {}, base), log, Date.now, BUILTIN_PLANS);
+const storage = openStorage(loadConfig([], {}, base), log, Date.now, BUILTIN_PLANS);
 let t = performance.now();
 const compacted = await storage.store.compactBefore(new Date(Date.now() + 86_400_000).toISOString().slice(0, 10));
 const compactSeconds = (performance.now() - t) / 1000;
@@ -96,7 +96,14 @@ const startups: number[] = [];
 for (let i = 0; i < 3; i++) {
   t = performance.now();
   const p = Bun.spawn([process.execPath, join(ROOT, "bin", "sextant.ts"), "serve"], {
-    env: { ...process.env, SEXTANT_DATA_DIR: dir, SEXTANT_PORT: "0", SEXTANT_HOST: "127.0.0.1", SEXTANT_LOG: "json", SEXTANT_MEMORY_MB: "16384" },
+    env: {
+      ...process.env,
+      SEXTANT_DATA_DIR: dir,
+      SEXTANT_PORT: "0",
+      SEXTANT_HOST: "127.0.0.1",
+      SEXTANT_LOG: "json",
+      SEXTANT_MEMORY_MB: "16384",
+    },
     stdout: "pipe",
   });
   const reader = p.stdout.getReader();

@@ -108,7 +108,8 @@ async function generateCommand(args: string[]): Promise<number> {
       throw new ConfigError(`${name} is required (see sextant --help)`);
     }
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(raw)})`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new ConfigError(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(raw)})`);
     return n;
   };
   const app = num("--app", 1, 2147483647);
@@ -118,7 +119,9 @@ async function generateCommand(args: string[]): Promise<number> {
   const config = loadConfig(rest);
   const { runGenerate } = await import("../src/cli/generate.ts");
   const r = await runGenerate(config, { app, events, days, seed });
-  process.stdout.write(`generated ${r.events} events for app ${app} over ${days} days in ${r.seconds.toFixed(1)} s (${Math.round(r.events / r.seconds)} events/s)\n`);
+  process.stdout.write(
+    `generated ${r.events} events for app ${app} over ${days} days in ${r.seconds.toFixed(1)} s (${Math.round(r.events / r.seconds)} events/s)\n`,
+  );
   return 0;
 }
 
@@ -144,7 +147,8 @@ async function orgCommand(args: string[]): Promise<number> {
     }
     if (sub === "set-plan" && operands.length === 2) {
       const orgId = Number(operands[0]);
-      if (!Number.isInteger(orgId) || orgId < 1) throw new ConfigError(`ORG_ID must be a positive integer (got ${JSON.stringify(operands[0])})`);
+      if (!Number.isInteger(orgId) || orgId < 1)
+        throw new ConfigError(`ORG_ID must be a positive integer (got ${JSON.stringify(operands[0])})`);
       const r = admin.setPlan(orgId, operands[1]!);
       if (r.warning) process.stderr.write(`sextant: warning: ${r.warning}\n`);
       process.stdout.write(`org ${orgId} is now on plan ${r.plan} (${r.eventsPerMonth} events per month)\n`);
@@ -172,7 +176,10 @@ async function backupCommand(command: "backup" | "restore", args: string[]): Pro
     else flags.push(a, ...(args[i + 1] !== undefined ? [args[++i]!] : []));
   }
   const usage = command === "backup" ? "sextant backup DEST [--incremental]" : "sextant restore SRC [--force]";
-  if (words.length !== 1 || words[0] === "") throw new ConfigError(`usage: ${usage} (${words.length === 0 ? `${command === "backup" ? "DEST" : "SRC"} is missing` : `unexpected ${JSON.stringify(words[1])}`})`);
+  if (words.length !== 1 || words[0] === "")
+    throw new ConfigError(
+      `usage: ${usage} (${words.length === 0 ? `${command === "backup" ? "DEST" : "SRC"} is missing` : `unexpected ${JSON.stringify(words[1])}`})`,
+    );
   const config = loadConfig(flags);
   const { backup, describeBackup, formatBytes, restore } = await import("../src/durability/backup.ts");
   if (command === "backup") {

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
 import { threadsOf } from "./helpers/threads.ts";
 import { tempDir } from "./helpers/tmp.ts";
+import { waitFor } from "./helpers/wait.ts";
 import { launch, watchErrors } from "./helpers/browser.ts";
 
 const root = join(import.meta.dir, "..");
@@ -25,7 +26,8 @@ describe("compiled executable", () => {
     const runDir = tempDir("sextant-run-");
     copyFileSync(out, join(runDir, "sextant"));
     Bun.spawnSync(["chmod", "+x", join(runDir, "sextant")]);
-    const run = (env: Record<string, string> = {}) => spawnSextant([join(runDir, "sextant")], { SEXTANT_DATA_DIR: join(runDir, "data"), ...env }, runDir);
+    const run = (env: Record<string, string> = {}) =>
+      spawnSextant([join(runDir, "sextant")], { SEXTANT_DATA_DIR: join(runDir, "data"), ...env }, runDir);
     const p = await run();
     const batchId = crypto.randomUUID();
     let key = "";
@@ -33,7 +35,11 @@ describe("compiled executable", () => {
       fetch(url + "/v1/batch", {
         method: "POST",
         headers: { "content-type": "application/json", "x-app-key": key, "x-batch-id": batchId },
-        body: JSON.stringify({ sdk: "t", system: { os_name: "Android", app_version: "1" }, events: [{ name: "open", ts: new Date().toISOString(), session_id: "s" }] }),
+        body: JSON.stringify({
+          sdk: "t",
+          system: { os_name: "Android", app_version: "1" },
+          events: [{ name: "open", ts: new Date().toISOString(), session_id: "s" }],
+        }),
       });
     try {
       const h = await fetch(p.url + "/healthz");
@@ -47,13 +53,31 @@ describe("compiled executable", () => {
       expect(doc.openapi).toStartWith("3.");
       // Sign in from the logged link, make an app, ingest: the write-ahead log's worker
       // thread and the enrichment data must work inside the executable too.
-      await fetch(p.url + "/api/v1/auth/magic-link", { method: "POST", headers: { "content-type": "application/json" }, body: '{"email":"bin@example.com"}' });
-      await Bun.sleep(100);
-      const token = new URL(/"link":"([^"]+)"/.exec(p.output())![1]!).searchParams.get("token");
-      const v = await fetch(p.url + "/api/v1/auth/verify", { method: "POST", headers: { "content-type": "application/json", "x-requested-with": "t" }, body: JSON.stringify({ token }) });
+      await fetch(p.url + "/api/v1/auth/magic-link", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: '{"email":"bin@example.com"}',
+      });
+      const link = await waitFor("the sign-in link in the log", () => /"link":"([^"]+)"/.exec(p.output())?.[1]);
+      const token = new URL(link).searchParams.get("token");
+      const v = await fetch(p.url + "/api/v1/auth/verify", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-requested-with": "t" },
+        body: JSON.stringify({ token }),
+      });
       const hdr = { cookie: v.headers.get("set-cookie")!.split(";")[0]!, "x-requested-with": "t", "content-type": "application/json" };
-      const org = (await (await fetch(p.url + "/api/v1/orgs", { method: "POST", headers: hdr, body: '{"name":"Bin"}' })).json()) as { id: number };
-      key = ((await (await fetch(p.url + "/api/v1/apps", { method: "POST", headers: hdr, body: JSON.stringify({ org_id: org.id, kind: "app", name: "A" }) })).json()) as { key: string }).key;
+      const org = (await (await fetch(p.url + "/api/v1/orgs", { method: "POST", headers: hdr, body: '{"name":"Bin"}' })).json()) as {
+        id: number;
+      };
+      key = (
+        (await (
+          await fetch(p.url + "/api/v1/apps", {
+            method: "POST",
+            headers: hdr,
+            body: JSON.stringify({ org_id: org.id, kind: "app", name: "A" }),
+          })
+        ).json()) as { key: string }
+      ).key;
       const r = await send(p.url);
       expect(r.status).toBe(200);
       expect(await r.json()).toEqual({ accepted: 1, dropped: 0 });
@@ -93,10 +117,21 @@ describe("compiled executable", () => {
     try {
       expect(await (await send(q.url)).json()).toEqual({ accepted: 1, dropped: 0 });
       expect(q.output()).toContain('"records":');
-      const payload = JSON.stringify({ id: "evt_bin", object: "event", type: "customer.created", created: 1, data: { object: { id: "cus_1" } } });
+      const payload = JSON.stringify({
+        id: "evt_bin",
+        object: "event",
+        type: "customer.created",
+        created: 1,
+        data: { object: { id: "cus_1" } },
+      });
       const t = Math.floor(Date.now() / 1000);
       const v1 = createHmac("sha256", "whsec_bin").update(`${t}.${payload}`).digest("hex");
-      const hook = (sig: string) => fetch(q.url + "/api/v1/billing/webhook", { method: "POST", body: payload, headers: { "content-type": "application/json", "stripe-signature": sig } });
+      const hook = (sig: string) =>
+        fetch(q.url + "/api/v1/billing/webhook", {
+          method: "POST",
+          body: payload,
+          headers: { "content-type": "application/json", "stripe-signature": sig },
+        });
       expect(await (await hook(`t=${t},v1=${v1}`)).json()).toEqual({ received: true, outcome: "ignored" });
       expect((await hook(`t=${t},v1=${"0".repeat(64)}`)).status).toBe(400);
     } finally {

@@ -8,7 +8,7 @@
 
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync, type Subprocess } from "bun";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServer } from "node:net";
 import { loadConfig, OPTIONS } from "../src/infra/config.ts";
@@ -115,7 +115,14 @@ describe("the systemd unit (deploy/sextant.service)", () => {
     expect(ours.length).toBeGreaterThanOrEqual(8);
     for (const k of ours) expect(known.has(k), `${k} is an option of src/infra/config.ts`).toBe(true);
     const c = loadConfig([], env);
-    expect(c).toMatchObject({ dataDir: "/var/lib/sextant", host: "127.0.0.1", port: 8080, trustProxy: true, log: "json", publicUrl: "https://stats.example.com" });
+    expect(c).toMatchObject({
+      dataDir: "/var/lib/sextant",
+      host: "127.0.0.1",
+      port: 8080,
+      trustProxy: true,
+      log: "json",
+      publicUrl: "https://stats.example.com",
+    });
     expect(env.BUN_JSC_useWarmUpMarkedBlocks).toBe("0");
   });
 
@@ -128,7 +135,9 @@ describe("the systemd unit (deploy/sextant.service)", () => {
     expect(ok.out).toBe("");
     expect(ok.code).toBe(0);
     // The same check on a copy with a bad value and an unknown key: it must complain.
-    const bad = verify(text.replace("Restart=on-failure", "Restart=sometimes").replace("NoNewPrivileges=yes", "NoNewPrivileges=yes\nProtectEverything=yes"));
+    const bad = verify(
+      text.replace("Restart=on-failure", "Restart=sometimes").replace("NoNewPrivileges=yes", "NoNewPrivileges=yes\nProtectEverything=yes"),
+    );
     expect(bad.out).toContain("sometimes");
     expect(bad.out).toContain("ProtectEverything");
   });
@@ -172,7 +181,8 @@ describe("the guide (docs/operations.md)", () => {
     for (const use of uses) {
       const words = use.split(/\s+/);
       expect(commands.has(words[0]!), `sextant ${use}: a command`).toBe(true);
-      for (const w of words.filter((x) => x.startsWith("--"))) expect(flags.has(w.split("=")[0]!), `sextant ${use}: ${w} is a flag`).toBe(true);
+      for (const w of words.filter((x) => x.startsWith("--")))
+        expect(flags.has(w.split("=")[0]!), `sextant ${use}: ${w} is a flag`).toBe(true);
     }
   });
 
@@ -228,7 +238,22 @@ function nginxConf(dir: string, httpPort: number, tlsPort: number, upstream: num
   const cert = join(dir, "cert.pem");
   const key = join(dir, "key.pem");
   if (!existsSync(cert)) {
-    const r = spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-days", "1", "-keyout", key, "-out", cert]);
+    const r = spawnSync([
+      "openssl",
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-subj",
+      "/CN=localhost",
+      "-days",
+      "1",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+    ]);
     if (r.exitCode !== 0) throw new Error(`openssl: ${r.stderr}`);
   }
   const site = readFileSync(NGINX, "utf8")
@@ -240,7 +265,8 @@ function nginxConf(dir: string, httpPort: number, tlsPort: number, upstream: num
     .replace("listen 443 ssl http2;", `listen 127.0.0.1:${tlsPort} ssl http2;`)
     .replace(/server_name stats\.example\.com;/g, "server_name localhost;");
   // Each replacement must have hit: a changed example must change this test too.
-  for (const gone of ["letsencrypt", "127.0.0.1:8080", "listen 80;", "listen 443"]) if (site.includes(gone)) throw new Error(`nginx.conf still has ${gone}`);
+  for (const gone of ["letsencrypt", "127.0.0.1:8080", "listen 80;", "listen 443"])
+    if (site.includes(gone)) throw new Error(`nginx.conf still has ${gone}`);
   writeFileSync(join(dir, "sextant-site.conf"), site);
   for (const t of ["body", "proxy", "fastcgi", "uwsgi", "scgi"]) mkdirSync(join(dir, t), { recursive: true });
   // Run as root (as here), nginx's workers would run as nobody and could not write request
@@ -272,11 +298,19 @@ function caddyfile(dir: string, httpPort: number, tlsPort: number, upstream: num
     .replace("reverse_proxy 127.0.0.1:8080", `reverse_proxy 127.0.0.1:${upstream}`);
   if (site.includes("stats.example.com {") || site.includes("127.0.0.1:8080")) throw new Error("Caddyfile replacements missed");
   const file = join(dir, "Caddyfile");
-  writeFileSync(file, `{\n\tadmin off\n\tskip_install_trust\n\thttp_port ${httpPort}\n\thttps_port ${tlsPort}\n\tstorage file_system ${dir}/caddy-data\n}\n\n${site}`);
+  writeFileSync(
+    file,
+    `{\n\tadmin off\n\tskip_install_trust\n\thttp_port ${httpPort}\n\thttps_port ${tlsPort}\n\tstorage file_system ${dir}/caddy-data\n}\n\n${site}`,
+  );
   return file;
 }
 
-const caddyEnv = (dir: string) => ({ ...process.env, HOME: dir, XDG_DATA_HOME: join(dir, "xdg-data"), XDG_CONFIG_HOME: join(dir, "xdg-config") });
+const caddyEnv = (dir: string) => ({
+  ...process.env,
+  HOME: dir,
+  XDG_DATA_HOME: join(dir, "xdg-data"),
+  XDG_CONFIG_HOME: join(dir, "xdg-config"),
+});
 
 const PROXIES: Proxy[] = [
   {
@@ -297,7 +331,11 @@ const PROXIES: Proxy[] = [
       return { code: r.exitCode, out: r.stdout.toString() + r.stderr.toString() };
     },
     start: (dir, h, t, u) =>
-      Bun.spawn([which("caddy")!, "run", "--config", caddyfile(dir, h, t, u), "--adapter", "caddyfile"], { env: caddyEnv(dir), stdout: "ignore", stderr: "pipe" }),
+      Bun.spawn([which("caddy")!, "run", "--config", caddyfile(dir, h, t, u), "--adapter", "caddyfile"], {
+        env: caddyEnv(dir),
+        stdout: "ignore",
+        stderr: "pipe",
+      }),
   },
 ];
 
@@ -376,7 +414,9 @@ for (const proxy of PROXIES) {
       expect(setCookie).toContain("HttpOnly");
       const session = { cookie: setCookie.split(";")[0]!, "x-requested-with": "deploy-test", ...json };
 
-      const org = (await (await via("/api/v1/orgs", { method: "POST", headers: session, body: JSON.stringify({ name: "Org" }) })).json()) as { id: number };
+      const org = (await (
+        await via("/api/v1/orgs", { method: "POST", headers: session, body: JSON.stringify({ name: "Org" }) })
+      ).json()) as { id: number };
       const created = await via("/api/v1/apps", {
         method: "POST",
         headers: session,
@@ -392,7 +432,11 @@ for (const proxy of PROXIES) {
 
       const page = (u: string) => JSON.stringify({ k: site.key, n: "pageview", u, w: 1280 });
       const spoof = { "x-forwarded-for": GB_IP, "cf-ipcountry": "DE", "x-sextant-country": "FR" };
-      const ev = await via("/v1/event", { method: "POST", headers: { "content-type": "text/plain", origin: "https://site.example", "user-agent": CHROME, ...spoof }, body: page("https://site.example/via-proxy") });
+      const ev = await via("/v1/event", {
+        method: "POST",
+        headers: { "content-type": "text/plain", origin: "https://site.example", "user-agent": CHROME, ...spoof },
+        body: page("https://site.example/via-proxy"),
+      });
       expect(ev.status).toBe(202);
       // The control: the same headers straight to Sextant are taken (SEXTANT_TRUST_PROXY), so
       // the proxied event's country says what the proxy let through.
@@ -413,7 +457,11 @@ for (const proxy of PROXIES) {
 
       // A body over Sextant's bounds but under 2 MB reaches Sextant, which answers in its own
       // words (an SDK reads them), not the proxy's HTML page.
-      const native = await via("/api/v1/apps", { method: "POST", headers: session, body: JSON.stringify({ org_id: org.id, kind: "app", name: "App" }) });
+      const native = await via("/api/v1/apps", {
+        method: "POST",
+        headers: session,
+        body: JSON.stringify({ org_id: org.id, kind: "app", name: "App" }),
+      });
       const appKey = ((await native.json()) as { key: string }).key;
       const big = await via("/v1/batch", {
         method: "POST",

@@ -12,15 +12,20 @@ export async function runGenerate(config: Config, o: { app: number; events: numb
   const log = createLogger(config.log === "pretty" ? "silent" : config.log);
   const storage = openStorage(config, log, Date.now, BUILTIN_PLANS);
   try {
-    const row = storage.db
-      .query<{ kind: "app" | "web" }, [number]>("SELECT kind FROM apps WHERE id = ? AND deleted_at IS NULL")
-      .get(o.app);
+    const row = storage.db.query<{ kind: "app" | "web" }, [number]>("SELECT kind FROM apps WHERE id = ? AND deleted_at IS NULL").get(o.app);
     if (!row) throw new ConfigError(`there is no app with id ${o.app} in ${config.dataDir}`);
     const t0 = performance.now();
     let n = 0;
     let sinceFlush = 0;
     const step = Math.min(config.flushEvents, 2_000_000);
-    for (const session of generate({ app: o.app, kind: row.kind, events: o.events, days: o.days, end: o.now ?? Date.now(), seed: o.seed })) {
+    for (const session of generate({
+      app: o.app,
+      kind: row.kind,
+      events: o.events,
+      days: o.days,
+      end: o.now ?? Date.now(),
+      seed: o.seed,
+    })) {
       storage.store.append(session);
       n += session.length;
       sinceFlush += session.length;

@@ -13,7 +13,11 @@ export function openOrgAdmin(config: Config) {
   // A directory a newer Sextant wrote is refused before its schema is touched (src/durability/format.ts).
   checkDataFormat(config.dataDir);
   const db = openDb(config.dataDir);
-  const billing = new Billing(db, { plans, prices: config.stripePrices, provider: null, publicUrl: () => config.publicUrl, hardLimitPercent: config.hardLimitPercent }, Date.now);
+  const billing = new Billing(
+    db,
+    { plans, prices: config.stripePrices, provider: null, publicUrl: () => config.publicUrl, hardLimitPercent: config.hardLimitPercent },
+    Date.now,
+  );
   return {
     list() {
       const orgs = db.query<{ id: number; name: string }, []>("SELECT id, name FROM orgs WHERE deleted_at IS NULL ORDER BY id").all();

@@ -6,6 +6,7 @@
 
 import { emptyDims, type StoredEvent } from "../model/event.ts";
 import { hash53 } from "../util/hash.ts";
+import { DAY_MS, HOUR_MS } from "../util/time.ts";
 
 export interface GenerateOptions {
   app: number;
@@ -30,7 +31,7 @@ function rng(seed: number) {
 
 /** Picks from a list with weights 1/(rank+1)^s: a few values dominate, a long tail follows. */
 function zipf<T>(values: T[], s: number, r: () => number): () => T {
-  const w = values.map((_, i) => 1 / Math.pow(i + 1, s));
+  const w = values.map((_, i) => 1 / (i + 1) ** s);
   const total = w.reduce((a, b) => a + b, 0);
   const cum: number[] = [];
   let acc = 0;
@@ -48,8 +49,55 @@ function zipf<T>(values: T[], s: number, r: () => number): () => T {
   };
 }
 
-const COUNTRIES = ["US", "GB", "DE", "FR", "IN", "CA", "BR", "NL", "JP", "ES", "IT", "AU", "SE", "PL", "MX", "KR", "CH", "NO", "DK", "IE", "NZ", "AT", "BE", "FI", "PT", "CZ", "AR", "ZA", "SG", "TR"];
-const APP_EVENTS = ["screen_view", "tap", "open", "search", "view_item", "scroll", "share", "settings_open", "login", "notification_open", "error", "rate_app", "logout", "signup", "video_play"];
+const COUNTRIES = [
+  "US",
+  "GB",
+  "DE",
+  "FR",
+  "IN",
+  "CA",
+  "BR",
+  "NL",
+  "JP",
+  "ES",
+  "IT",
+  "AU",
+  "SE",
+  "PL",
+  "MX",
+  "KR",
+  "CH",
+  "NO",
+  "DK",
+  "IE",
+  "NZ",
+  "AT",
+  "BE",
+  "FI",
+  "PT",
+  "CZ",
+  "AR",
+  "ZA",
+  "SG",
+  "TR",
+];
+const APP_EVENTS = [
+  "screen_view",
+  "tap",
+  "open",
+  "search",
+  "view_item",
+  "scroll",
+  "share",
+  "settings_open",
+  "login",
+  "notification_open",
+  "error",
+  "rate_app",
+  "logout",
+  "signup",
+  "video_play",
+];
 const WEB_EVENTS = ["outbound_click", "download", "signup", "newsletter", "video_play", "search", "copy_code"];
 const SCREENS = ["Home", "Search", "Item", "Cart", "Checkout", "Settings", "Profile", "Onboarding", "Library", "Player"];
 const LOCALES = ["en_US", "en_GB", "de_DE", "fr_FR", "es_ES", "pt_BR", "ja_JP", "it_IT", "nl_NL", "sv_SE"];
@@ -77,14 +125,14 @@ function pages(): string[] {
 }
 
 /** Hours of the day weighted by a smooth curve: quiet at night (UTC), busy in the afternoon. */
-const HOUR_WEIGHT = Array.from({ length: 24 }, (_, h) => 0.25 + Math.pow(Math.sin(((h - 3) / 24) * Math.PI), 2));
+const HOUR_WEIGHT = Array.from({ length: 24 }, (_, h) => 0.25 + Math.sin(((h - 3) / 24) * Math.PI) ** 2);
 
 /** Yields events session by session (each array is one session, in time order). */
 export function* generate(o: GenerateOptions): Generator<StoredEvent[]> {
   const r = rng(o.seed ?? 42);
   const web = o.kind === "web";
   const debugShare = o.debugShare ?? 0.03;
-  const lastDay = Math.floor(o.end / 86_400_000);
+  const lastDay = Math.floor(o.end / DAY_MS);
   const firstDay = lastDay - o.days + 1;
   const country = zipf(COUNTRIES, 1.1, r);
   const appEvent = zipf(APP_EVENTS, 1.0, r);
@@ -106,13 +154,17 @@ export function* generate(o: GenerateOptions): Generator<StoredEvent[]> {
   };
   // A pool of people; some far more active than others.
   const people = Math.max(50, Math.floor(o.events / 60));
-  const person = zipf(Array.from({ length: Math.min(people, 200_000) }, (_, i) => i), 0.6, r);
+  const person = zipf(
+    Array.from({ length: Math.min(people, 200_000) }, (_, i) => i),
+    0.6,
+    r,
+  );
   let produced = 0;
   let sessionNo = 0;
   while (produced < o.events) {
     // Days later in the window are a little busier (growth).
-    const d = firstDay + Math.min(o.days - 1, Math.floor(Math.pow(r(), 0.85) * o.days));
-    const start = d * 86_400_000 + pickHour() * 3_600_000 + Math.floor(r() * 3_600_000);
+    const d = firstDay + Math.min(o.days - 1, Math.floor(r() ** 0.85 * o.days));
+    const start = d * DAY_MS + pickHour() * HOUR_MS + Math.floor(r() * HOUR_MS);
     if (start > o.end) continue;
     const who = person();
     const visitor = hash53(`v\u0000${o.app}\u0000${who}\u0000${d}`);
@@ -125,7 +177,8 @@ export function* generate(o: GenerateOptions): Generator<StoredEvent[]> {
       dims.browser = browser();
       const os = r();
       dims.os_name = os < 0.45 ? "Windows" : os < 0.7 ? "macOS" : os < 0.88 ? "iOS" : os < 0.97 ? "Android" : "Linux";
-      dims.device_type = dims.os_name === "iOS" || dims.os_name === "Android" ? (r() < 0.85 ? "mobile" : "tablet") : r() < 0.6 ? "desktop" : "laptop";
+      dims.device_type =
+        dims.os_name === "iOS" || dims.os_name === "Android" ? (r() < 0.85 ? "mobile" : "tablet") : r() < 0.6 ? "desktop" : "laptop";
       dims.hostname = "example.com";
       const [ref, source] = referrer();
       const utm = r() < 0.08;

@@ -50,9 +50,11 @@ export interface UsageData {
 export const SESSION_FILTER_DIMS = ["platform", "country", "os_name", "app_version"];
 
 export const activity = {
-  heatmap: (id: number, w: Window) => call<HeatmapData>("GET", `/apps/${id}/heatmap`, undefined, { from: w.from, to: w.to, filter: w.filter }),
+  heatmap: (id: number, w: Window) =>
+    call<HeatmapData>("GET", `/apps/${id}/heatmap`, undefined, { from: w.from, to: w.to, filter: w.filter }),
   live: (id: number, debug: boolean) => call<Live>("GET", `/apps/${id}/live`, undefined, { debug: debug || undefined }),
-  sessions: (id: number, w: Window, limit: number) => call<SessionsData>("GET", `/apps/${id}/sessions`, undefined, { from: w.from, to: w.to, filter: w.filter, limit }),
+  sessions: (id: number, w: Window, limit: number) =>
+    call<SessionsData>("GET", `/apps/${id}/sessions`, undefined, { from: w.from, to: w.to, filter: w.filter, limit }),
   timeline: (id: number, sessionId: string, debug: boolean) =>
     call<TimelineEvent[]>("GET", `/apps/${id}/sessions/${encodeURIComponent(sessionId)}`, undefined, { debug: debug || undefined }),
   usage: (id: number, from: string, to: string) => call<UsageData>("GET", `/apps/${id}/usage`, undefined, { from, to }),

@@ -110,7 +110,8 @@ export const settingsApi = {
   removeMember: (id: number, userId: number) => call<void>("DELETE", `/orgs/${id}/members/${userId}`),
   invitations: (id: number) => call<InvitationView[]>("GET", `/orgs/${id}/invitations`),
   invite: (id: number, email: string, role: Role) => call<InvitationView>("POST", `/orgs/${id}/invitations`, { email, role }),
-  withdrawInvitation: (id: number, invitationId: string) => call<void>("DELETE", `/orgs/${id}/invitations/${encodeURIComponent(invitationId)}`),
+  withdrawInvitation: (id: number, invitationId: string) =>
+    call<void>("DELETE", `/orgs/${id}/invitations/${encodeURIComponent(invitationId)}`),
   tokens: (id: number) => call<TokenView[]>("GET", `/orgs/${id}/tokens`),
   createToken: (id: number, name: string) => call<CreatedToken>("POST", `/orgs/${id}/tokens`, { name }),
   revokeToken: (id: number, tokenId: number) => call<void>("DELETE", `/orgs/${id}/tokens/${tokenId}`),

@@ -79,7 +79,12 @@ async function send<T>(method: string, path: string, body?: unknown, q?: Query):
   for (let attempt = 0; ; attempt++) {
     let res: Response;
     try {
-      res = await fetch(`/api/v1${path}${qs(q)}`, { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) });
+      res = await fetch(`/api/v1${path}${qs(q)}`, {
+        method,
+        headers,
+        credentials: "same-origin",
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
     } catch {
       // No answer at all: the connection is lost. Keep trying, with a banner, until it is back.
       notice.value = { kind: "offline", text: "The connection to the server is lost; retrying…" };
@@ -89,7 +94,10 @@ async function send<T>(method: string, path: string, body?: unknown, q?: Query):
     if (notice.peek()?.kind === "offline") notice.value = null;
     if ((res.status === 429 || res.status === 503) && attempt < 4) {
       const wait = Math.min(60, Math.max(1, Number(res.headers.get("retry-after")) || 2 ** attempt));
-      notice.value = { kind: "waiting", text: res.status === 429 ? `Too many requests; retrying in ${wait} s.` : `The server is busy; retrying in ${wait} s.` };
+      notice.value = {
+        kind: "waiting",
+        text: res.status === 429 ? `Too many requests; retrying in ${wait} s.` : `The server is busy; retrying in ${wait} s.`,
+      };
       await sleep(wait * 1000);
       notice.value = null;
       continue;
@@ -188,7 +196,13 @@ export const api = {
     call<{ app: AppView; key: string }>("POST", "/apps", { org_id, kind, name, ...(origins?.length ? { origins } : {}) }),
   keys: (id: number) => call<{ key: string; created_at: string; revoked_at?: string | null }[]>("GET", `/apps/${id}/keys`),
   overview: (id: number, w: Window, o: { compare?: boolean; debug?: boolean }) =>
-    call<Overview>("GET", `/apps/${id}/overview`, undefined, { from: w.from, to: w.to, filter: w.filter, compare: o.compare ? "previous" : undefined, debug: o.debug || undefined }),
+    call<Overview>("GET", `/apps/${id}/overview`, undefined, {
+      from: w.from,
+      to: w.to,
+      filter: w.filter,
+      compare: o.compare ? "previous" : undefined,
+      debug: o.debug || undefined,
+    }),
   breakdown: (id: number, w: Window, dimension: string, metric: string, limit = 10) =>
     call<Breakdown>("GET", `/apps/${id}/breakdown`, undefined, { from: w.from, to: w.to, filter: w.filter, dimension, metric, limit }),
   live: (id: number, debug?: boolean) => call<Live>("GET", `/apps/${id}/live`, undefined, { debug: debug || undefined }),

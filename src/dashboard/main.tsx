@@ -1,7 +1,7 @@
 // The dashboard: boots, finds out who is signed in (or opens a share link), and shows the
 // page the URL names. The only state outside the URL is the API's answers.
 
-import { render } from "preact";
+import { render, type ComponentChildren } from "preact";
 import { api, ApiError, notice, setShareToken, signInUrl, type Me } from "./api.ts";
 import { useLoad } from "./parts/load.ts";
 import { ErrorBox, Loading } from "./parts/ui.tsx";
@@ -80,14 +80,26 @@ function Signed() {
   }
   if (!me.data) return <Loading what="your account" />;
   const m = me.data;
-  let body;
+  let body: ComponentChildren;
   if (p.page === "home") body = <Home me={m} reloadMe={me.reload} />;
   else if (p.page === "app") {
     const app = p.appId!;
-    body = <AppPage place={p} base={`/apps/${app}`} loadApp={loadApp(app)} roleOf={(orgId: number) => m.orgs.find((o) => o.id === orgId)?.role ?? null} />;
+    body = (
+      <AppPage
+        place={p}
+        base={`/apps/${app}`}
+        loadApp={loadApp(app)}
+        roleOf={(orgId: number) => m.orgs.find((o) => o.id === orgId)?.role ?? null}
+      />
+    );
   } else if (p.page === "org") body = <OrgPage me={m} orgId={p.orgId!} reloadMe={me.reload} />;
   else if (p.page === "account") body = <Account me={m} />;
-  else body = <p id="main">There is no such page. <a href="/">Go to the start</a></p>;
+  else
+    body = (
+      <p id="main">
+        There is no such page. <a href="/">Go to the start</a>
+      </p>
+    );
   return (
     <>
       <Header me={m} />
@@ -98,7 +110,7 @@ function Signed() {
 
 function Root() {
   const p = place.value;
-  let page;
+  let page: ComponentChildren;
   if (p.page === "signin") {
     page = (
       <>
@@ -119,6 +131,7 @@ function Root() {
     );
   } else page = <Signed />;
   return (
+    // biome-ignore lint/a11y/useKeyWithClickEvents lint/a11y/noStaticElementInteractions: one delegated handler for the links inside; a link's Enter key fires the same click
     <div onClick={onLinkClick}>
       <Banner />
       {page}

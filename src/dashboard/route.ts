@@ -28,8 +28,10 @@ export function parsePlace(path: string): Place {
   if (parts[0] === "account") return { page: "account" };
   if (parts[0] === "orgs" && parts.length === 1) return { page: "home" };
   if (parts[0] === "orgs" && /^\d+$/.test(parts[1] ?? "")) return { page: "org", orgId: Number(parts[1]), view: parts[2] ?? "settings" };
-  if (parts[0] === "apps" && /^\d+$/.test(parts[1] ?? "")) return { page: "app", appId: Number(parts[1]), view: parts[2] ?? "overview", sub: parts.slice(3).join("/") || undefined };
-  if (parts[0] === "share" && parts[1]) return { page: "share", shareToken: parts[1], view: parts[2] ?? "overview", sub: parts.slice(3).join("/") || undefined };
+  if (parts[0] === "apps" && /^\d+$/.test(parts[1] ?? ""))
+    return { page: "app", appId: Number(parts[1]), view: parts[2] ?? "overview", sub: parts.slice(3).join("/") || undefined };
+  if (parts[0] === "share" && parts[1])
+    return { page: "share", shareToken: parts[1], view: parts[2] ?? "overview", sub: parts.slice(3).join("/") || undefined };
   return { page: "notfound" };
 }
 
@@ -69,7 +71,13 @@ export function onLinkClick(e: MouseEvent) {
   if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   const a = (e.target as Element).closest("a");
   if (!a || a.target || a.hasAttribute("download") || a.origin !== location.origin) return;
-  if (a.pathname.startsWith("/api/") || a.pathname.startsWith("/exports/") || a.pathname.startsWith("/auth/") || a.pathname.startsWith("/invitations/")) return;
+  if (
+    a.pathname.startsWith("/api/") ||
+    a.pathname.startsWith("/exports/") ||
+    a.pathname.startsWith("/auth/") ||
+    a.pathname.startsWith("/invitations/")
+  )
+    return;
   e.preventDefault();
   go(a.pathname + a.search);
 }

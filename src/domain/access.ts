@@ -46,13 +46,7 @@ export function requireOrg(db: Db, actor: Actor, orgId: number, min: Role): { or
   return { org, role };
 }
 
-export function requireApp(
-  db: Db,
-  actor: Actor,
-  appId: number,
-  min: Role,
-  opts: { deleted?: boolean } = {},
-): { app: AppRow; role: Role } {
+export function requireApp(db: Db, actor: Actor, appId: number, min: Role, opts: { deleted?: boolean } = {}): { app: AppRow; role: Role } {
   const app = db
     .query<AppRow, [number]>(
       `SELECT a.* FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = ? AND o.deleted_at IS NULL AND ${

@@ -8,11 +8,12 @@ import { conflict, forbidden, invalid } from "../model/errors.ts";
 import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
-import { DAY, iso } from "./time.ts";
+import { iso } from "./time.ts";
 import { newKey } from "./keys.ts";
 import { appsChanged } from "./changes.ts";
+import { DAY_MS } from "../util/time.ts";
 
-export const UNDO_WINDOW_MS = 7 * DAY;
+export const UNDO_WINDOW_MS = 7 * DAY_MS;
 export const MAX_ORIGINS = 50;
 
 export type AppKind = "app" | "web";
@@ -55,7 +56,10 @@ function cleanOrigins(kind: AppKind, origins: string[] | undefined): string[] {
   for (const o of origins) {
     const n = normalizeOrigin(o);
     if (!n) {
-      throw invalid("invalid_origin", `Origin ${JSON.stringify(o)} must look like https://example.com, http://localhost:3000 or https://*.example.com.`);
+      throw invalid(
+        "invalid_origin",
+        `Origin ${JSON.stringify(o)} must look like https://example.com, http://localhost:3000 or https://*.example.com.`,
+      );
     }
     if (!out.includes(n)) out.push(n);
   }

@@ -20,9 +20,10 @@ import { planById, type Plan } from "./plans.ts";
 import type { Actor } from "./roles.ts";
 import { appsChanged, onAppsChanged } from "./changes.ts";
 import type { Logger } from "../infra/log.ts";
+import { DAY_MS } from "../util/time.ts";
 
 export type BillingStatus = "none" | "active" | "past_due" | "canceled";
-export const GRACE_MS = 7 * 86_400_000;
+export const GRACE_MS = 7 * DAY_MS;
 /** How long a cached org state is trusted when nothing in this process changed it (`sextant org set-plan` from another process). */
 const CACHE_TTL_MS = 10_000;
 
@@ -52,7 +53,14 @@ export interface Resolved {
 /** What the payment provider does for us; src/domain/stripe.ts speaks Stripe. */
 export interface PaymentProvider {
   createCustomer(p: { orgId: number; orgName: string; orgCreatedAt: number }): Promise<string>;
-  createCheckout(p: { customerId: string; priceId: string; orgId: number; planId: string; successUrl: string; cancelUrl: string }): Promise<string>;
+  createCheckout(p: {
+    customerId: string;
+    priceId: string;
+    orgId: number;
+    planId: string;
+    successUrl: string;
+    cancelUrl: string;
+  }): Promise<string>;
   createPortal(p: { customerId: string; returnUrl: string }): Promise<string>;
   /** Ends a subscription now (the org is being deleted). */
   cancelSubscription(subscriptionId: string): Promise<void>;
@@ -177,7 +185,10 @@ export class Billing {
     this.settle(orgId);
     const r = this.resolved(orgId);
     if (r.status === "active" || r.status === "past_due") {
-      throw conflict("already_subscribed", "This org already pays for a plan: change plan, card or cancel in the billing portal (POST /orgs/{id}/billing/portal).");
+      throw conflict(
+        "already_subscribed",
+        "This org already pays for a plan: change plan, card or cancel in the billing portal (POST /orgs/{id}/billing/portal).",
+      );
     }
     let customerId = r.customerId;
     if (!customerId) {
@@ -185,7 +196,9 @@ export class Billing {
       // Two checkouts at once create one customer (the provider call is idempotent per
       // org); the first stored id wins.
       this.db
-        .query("INSERT INTO billing (org_id, customer_id, updated_at) VALUES (?, ?, ?) ON CONFLICT(org_id) DO UPDATE SET customer_id = coalesce(customer_id, excluded.customer_id)")
+        .query(
+          "INSERT INTO billing (org_id, customer_id, updated_at) VALUES (?, ?, ?) ON CONFLICT(org_id) DO UPDATE SET customer_id = coalesce(customer_id, excluded.customer_id)",
+        )
         .run(orgId, customerId, this.now());
       this.changed();
       customerId = this.resolved(orgId).customerId ?? customerId;
@@ -280,7 +293,7 @@ export class Billing {
   sweep(): number {
     const n = this.endDue();
     // Stripe retries a delivery for up to 3 days; ids older than 90 days are not needed.
-    this.db.query("DELETE FROM billing_events WHERE received_at < ?").run(this.now() - 90 * 86_400_000);
+    this.db.query("DELETE FROM billing_events WHERE received_at < ?").run(this.now() - 90 * DAY_MS);
     return n;
   }
 
@@ -302,7 +315,10 @@ export class Billing {
 
   private requireProvider(): PaymentProvider {
     if (!this.opts.provider) {
-      throw conflict("billing_disabled", "Billing is not enabled on this server (SEXTANT_STRIPE_SECRET_KEY is not set); an operator sets plans with `sextant org set-plan`.");
+      throw conflict(
+        "billing_disabled",
+        "Billing is not enabled on this server (SEXTANT_STRIPE_SECRET_KEY is not set); an operator sets plans with `sextant org set-plan`.",
+      );
     }
     return this.opts.provider;
   }
@@ -346,7 +362,9 @@ export class Billing {
     for (const ref of refs) {
       const id = typeof ref === "string" && /^\d{1,15}$/.test(ref) ? Number(ref) : null;
       if (!id || !this.db.query("SELECT id FROM orgs WHERE id = ?").get(id)) continue;
-      const own = this.db.query<{ customer_id: string | null }, [number]>("SELECT customer_id FROM billing WHERE org_id = ?").get(id)?.customer_id ?? null;
+      const own =
+        this.db.query<{ customer_id: string | null }, [number]>("SELECT customer_id FROM billing WHERE org_id = ?").get(id)?.customer_id ??
+        null;
       if (own === null || own === customer) return id;
     }
     return null;
@@ -426,15 +444,19 @@ export class Billing {
         this.update(orgId, set);
         // Incomplete (first payment pending) and paused subscriptions do not change the plan.
         if (set.status) {
-          const plan = this.planForPrice(idOf((items.price as Record<string, unknown> | undefined)?.id ?? items.price)) ?? (typeof meta.plan === "string" ? meta.plan : null);
+          const plan =
+            this.planForPrice(idOf((items.price as Record<string, unknown> | undefined)?.id ?? items.price)) ??
+            (typeof meta.plan === "string" ? meta.plan : null);
           if (plan && this.hasPlan(plan)) this.db.query("UPDATE orgs SET plan = ? WHERE id = ?").run(plan, orgId);
         }
         return { outcome: "applied", orgId, ...(replaced ? { cancel: replaced } : {}) };
       }
       case "invoice.paid":
       case "invoice.payment_failed": {
-        const parent = (obj.parent as { subscription_details?: { metadata?: Record<string, unknown>; subscription?: unknown } } | undefined)?.subscription_details;
-        const subMeta = parent?.metadata ?? (obj.subscription_details as { metadata?: Record<string, unknown> } | undefined)?.metadata ?? {};
+        const parent = (obj.parent as { subscription_details?: { metadata?: Record<string, unknown>; subscription?: unknown } } | undefined)
+          ?.subscription_details;
+        const subMeta =
+          parent?.metadata ?? (obj.subscription_details as { metadata?: Record<string, unknown> } | undefined)?.metadata ?? {};
         const orgId = this.orgFor(obj, subMeta.org_id, meta.org_id);
         if (!orgId) return { outcome: "unknown_org", orgId: null };
         const row = this.row(orgId);

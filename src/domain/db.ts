@@ -97,9 +97,7 @@ export function migrate(db: Db, migrations: Migration[]): number {
   const current = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
   const newest = migrations.reduce((m, x) => Math.max(m, x.version), 0);
   if (current > newest) {
-    throw new Error(
-      `the data directory was written by a newer Sextant (schema ${current}, this build knows ${newest})`,
-    );
+    throw new Error(`the data directory was written by a newer Sextant (schema ${current}, this build knows ${newest})`);
   }
   let applied = 0;
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {

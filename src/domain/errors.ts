@@ -13,5 +13,10 @@ export const MAIL_RETRY_AFTER_S = 60;
 export function mailFailure(kind: "refused" | "transient", address: string): DomainError {
   return kind === "refused"
     ? new DomainError("invalid", "address_refused", `The mail server refused the address ${address}; check it for a typo.`)
-    : new DomainError("unavailable", "mail_unavailable", "The mail server could not take the message; try again shortly.", MAIL_RETRY_AFTER_S);
+    : new DomainError(
+        "unavailable",
+        "mail_unavailable",
+        "The mail server could not take the message; try again shortly.",
+        MAIL_RETRY_AFTER_S,
+      );
 }

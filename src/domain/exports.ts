@@ -28,5 +28,14 @@ export function requestExport(db: Db, actor: Actor, appId: number, ask: ExportAs
   const from = day("from", ask.from);
   const to = day("to", ask.to);
   if (from && to && from > to) throw invalid("invalid_request", `from (${from}) is after to (${to})`);
-  return { job_id: createJob(db, app.org_id, app.id, "export", { app: app.id, format: ask.format, ...(from ? { from } : {}), ...(to ? { to } : {}) }, now) };
+  return {
+    job_id: createJob(
+      db,
+      app.org_id,
+      app.id,
+      "export",
+      { app: app.id, format: ask.format, ...(from ? { from } : {}), ...(to ? { to } : {}) },
+      now,
+    ),
+  };
 }

@@ -39,7 +39,8 @@ export function checkFunnel(steps: string[], windowSeconds: number | undefined, 
     throw invalid("invalid_steps", `A funnel has ${FUNNEL_MIN_STEPS} to ${FUNNEL_MAX_STEPS} steps.`);
   }
   for (const s of steps) {
-    if (!isValidEventName(s)) throw invalid("invalid_steps", `Step ${JSON.stringify(s)} is not a valid event name (1-64 characters, no control characters).`);
+    if (!isValidEventName(s))
+      throw invalid("invalid_steps", `Step ${JSON.stringify(s)} is not a valid event name (1-64 characters, no control characters).`);
   }
   const w = windowSeconds ?? FUNNEL_DEFAULT_WINDOW;
   if (!Number.isInteger(w) || w < FUNNEL_MIN_WINDOW || w > FUNNEL_MAX_WINDOW) {

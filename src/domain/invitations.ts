@@ -10,10 +10,11 @@ import { requireOrg } from "./access.ts";
 import { DomainError, forbidden, invalid, notFound } from "../model/errors.ts";
 import { atLeast, type Actor, type Role } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
-import { DAY, HOUR, iso } from "./time.ts";
+import { iso } from "./time.ts";
 import { findUserByEmail, getUser, normalizeEmail } from "./users.ts";
+import { DAY_MS, HOUR_MS } from "../util/time.ts";
 
-export const INVITATION_TTL_MS = 7 * DAY;
+export const INVITATION_TTL_MS = 7 * DAY_MS;
 
 interface InvitationRow {
   id: string;
@@ -29,10 +30,10 @@ interface InvitationRow {
  * person across all their orgs) and per invited address (one recipient, whoever invites).
  */
 export const INVITATION_LIMITS = {
-  perOrg: { max: 50, windowMs: DAY, label: "50 a day per org" },
-  perInviter: { max: 20, windowMs: HOUR, label: "20 an hour per inviting person" },
-  perAddress: { max: 5, windowMs: DAY, label: "5 a day per invited address from one org" },
-  perAddressAll: { max: 20, windowMs: DAY, label: "20 a day per invited address from all orgs" },
+  perOrg: { max: 50, windowMs: DAY_MS, label: "50 a day per org" },
+  perInviter: { max: 20, windowMs: HOUR_MS, label: "20 an hour per inviting person" },
+  perAddress: { max: 5, windowMs: DAY_MS, label: "5 a day per invited address from one org" },
+  perAddressAll: { max: 20, windowMs: DAY_MS, label: "20 a day per invited address from all orgs" },
 } as const;
 
 /** Timestamps of the last `max` hits per key; an old key is dropped once its window passed. */
@@ -141,7 +142,15 @@ const view = (r: InvitationRow) => ({ id: r.id, email: r.email, role: r.role, ex
  * against them and is refused with `rate_limited` past one; checked after the request is
  * found valid, so a refused request costs nothing.
  */
-export function createInvitation(db: Db, actor: Actor, orgId: number, rawEmail: string, role: Role, now: number, limits?: InvitationLimits) {
+export function createInvitation(
+  db: Db,
+  actor: Actor,
+  orgId: number,
+  rawEmail: string,
+  role: Role,
+  now: number,
+  limits?: InvitationLimits,
+) {
   const { role: mine, org } = requireOrg(db, actor, orgId, "admin");
   if (role === "owner" && mine !== "owner") throw forbidden("Only an owner can invite an owner.");
   const email = normalizeEmail(rawEmail);
@@ -188,7 +197,8 @@ export function withdrawInvitation(db: Db, actor: Actor, orgId: number, id: stri
  * or demoted below admin: what they can no longer do, their links must not do either).
  */
 export function withdrawInvitationsSentBy(db: Db, orgId: number, userId: number): number {
-  return db.query("UPDATE invitations SET state = 'withdrawn' WHERE org_id = ? AND invited_by = ? AND state = 'pending'").run(orgId, userId).changes;
+  return db.query("UPDATE invitations SET state = 'withdrawn' WHERE org_id = ? AND invited_by = ? AND state = 'pending'").run(orgId, userId)
+    .changes;
 }
 
 // A pending invitation counts only while its inviter may still invite to that role (an
@@ -217,7 +227,11 @@ export function acceptInvitation(db: Db, userId: number, token: string, now: num
     const r = pendingByToken(db, token, now);
     // A different signed-in address gets the same answer as an unknown link.
     if (!r || r.email.toLowerCase() !== user.email.toLowerCase()) {
-      throw new DomainError("not_found", "invitation_invalid", "This invitation is unknown, used, withdrawn, expired, or for another address.");
+      throw new DomainError(
+        "not_found",
+        "invitation_invalid",
+        "This invitation is unknown, used, withdrawn, expired, or for another address.",
+      );
     }
     db.query("UPDATE invitations SET state = 'used' WHERE id = ?").run(r.id);
     const current = db

@@ -104,7 +104,10 @@ export function recoverJobs(db: Db, now: number, maxTries = 3): { resumed: numbe
       failJob(db, r.id, "interrupted by restarts too many times", now);
       failed++;
     } else {
-      db.query("UPDATE jobs SET state = 'pending', params = ?, started_at = NULL WHERE id = ?").run(JSON.stringify({ ...params, resumed: tries }), r.id);
+      db.query("UPDATE jobs SET state = 'pending', params = ?, started_at = NULL WHERE id = ?").run(
+        JSON.stringify({ ...params, resumed: tries }),
+        r.id,
+      );
       resumed++;
     }
   }

@@ -34,9 +34,14 @@ export function listKeys(db: Db, actor: Actor, appId: number) {
 export function addKey(db: Db, actor: Actor, appId: number, now: number): { key: string } {
   const { app } = requireApp(db, actor, appId, "admin");
   // Counted and inserted in one synchronous step: two requests cannot both take the last place.
-  const active = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM app_keys WHERE app_id = ? AND revoked_at IS NULL").get(appId)!.n;
+  const active = db
+    .query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM app_keys WHERE app_id = ? AND revoked_at IS NULL")
+    .get(appId)!.n;
   if (active >= MAX_ACTIVE_KEYS) {
-    throw conflict("too_many_keys", `This app already has ${MAX_ACTIVE_KEYS} active keys, the most it may hold; revoke one (DELETE /apps/${appId}/keys/{key}) before adding another.`);
+    throw conflict(
+      "too_many_keys",
+      `This app already has ${MAX_ACTIVE_KEYS} active keys, the most it may hold; revoke one (DELETE /apps/${appId}/keys/{key}) before adding another.`,
+    );
   }
   return { key: newKey(db, app, now) };
 }

@@ -30,7 +30,9 @@ export function listMembers(db: Db, actor: Actor, orgId: number) {
 }
 
 function memberRole(db: Db, orgId: number, userId: number): Role | null {
-  return db.query<{ role: Role }, [number, number]>("SELECT role FROM members WHERE org_id = ? AND user_id = ?").get(orgId, userId)?.role ?? null;
+  return (
+    db.query<{ role: Role }, [number, number]>("SELECT role FROM members WHERE org_id = ? AND user_id = ?").get(orgId, userId)?.role ?? null
+  );
 }
 
 function ownerCount(db: Db, orgId: number): number {

@@ -4,7 +4,7 @@
 
 import type { Db } from "./db.ts";
 import { UNDO_WINDOW_MS } from "./apps.ts";
-import { DAY } from "./time.ts";
+import { DAY_MS } from "../util/time.ts";
 
 /**
  * What a purge removed from the metadata store: the event data of these apps and orgs,
@@ -90,6 +90,7 @@ export function purgeOrphanRows(db: Db, appIds: number[], orgIds: number[]): str
 
 /** Invitations that can no longer be used, a week after they stopped working. */
 export function purgeOldInvitations(db: Db, now: number): number {
-  return db.query("DELETE FROM invitations WHERE (state != 'pending' AND created_at <= ?) OR expires_at <= ?").run(now - 14 * DAY, now - 7 * DAY)
-    .changes;
+  return db
+    .query("DELETE FROM invitations WHERE (state != 'pending' AND created_at <= ?) OR expires_at <= ?")
+    .run(now - 14 * DAY_MS, now - 7 * DAY_MS).changes;
 }

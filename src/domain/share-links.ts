@@ -25,7 +25,9 @@ export function createShareLink(db: Db, actor: Actor, appId: number, rawName: st
   const name = cleanName(rawName ?? DEFAULT_SHARE_NAME, "share link name");
   const token = randomToken(32, SHARE_PREFIX);
   // Counted and inserted in one synchronous step: two requests cannot both take the last place.
-  const active = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM share_links WHERE app_id = ? AND revoked_at IS NULL").get(appId)!.n;
+  const active = db
+    .query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM share_links WHERE app_id = ? AND revoked_at IS NULL")
+    .get(appId)!.n;
   if (active >= MAX_ACTIVE_SHARE_LINKS) {
     throw conflict(
       "too_many_share_links",
@@ -66,7 +68,9 @@ export function revokeShareLink(db: Db, actor: Actor, appId: number, linkId: num
 /** Revokes the live links `userId` made for an org's apps (they were removed or demoted below admin). */
 export function revokeShareLinksCreatedBy(db: Db, orgId: number, userId: number, now: number): number {
   return db
-    .query("UPDATE share_links SET revoked_at = ? WHERE created_by = ? AND revoked_at IS NULL AND app_id IN (SELECT id FROM apps WHERE org_id = ?)")
+    .query(
+      "UPDATE share_links SET revoked_at = ? WHERE created_by = ? AND revoked_at IS NULL AND app_id IN (SELECT id FROM apps WHERE org_id = ?)",
+    )
     .run(now, userId, orgId).changes;
 }
 

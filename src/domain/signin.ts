@@ -15,11 +15,12 @@ import { classifyMailFailure, MailError, type Mailer } from "../infra/mail.ts";
 import type { Logger } from "../infra/log.ts";
 import { RateLimiter } from "../util/rate-limit.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
-import { DAY, iso, MINUTE } from "./time.ts";
+import { iso } from "./time.ts";
 import { ensureUser, findUserByEmail, normalizeEmail, type UserRow } from "./users.ts";
+import { DAY_MS, MINUTE_MS } from "../util/time.ts";
 
-export const LINK_TTL_MS = 15 * MINUTE;
-export const SESSION_TTL_MS = 30 * DAY;
+export const LINK_TTL_MS = 15 * MINUTE_MS;
+export const SESSION_TTL_MS = 30 * DAY_MS;
 
 export interface SignInDeps {
   db: Db;
@@ -35,7 +36,9 @@ export function canSignIn(db: Db, email: string, signup: "open" | "invite", now:
   if (signup === "open") return true;
   if (findUserByEmail(db, email)) return true;
   return !!db
-    .query("SELECT 1 FROM invitations i JOIN orgs o ON o.id = i.org_id WHERE i.email = ? AND i.state = 'pending' AND i.expires_at > ? AND o.deleted_at IS NULL")
+    .query(
+      "SELECT 1 FROM invitations i JOIN orgs o ON o.id = i.org_id WHERE i.email = ? AND i.state = 'pending' AND i.expires_at > ? AND o.deleted_at IS NULL",
+    )
     .get(email, now);
 }
 

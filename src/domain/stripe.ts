@@ -31,10 +31,24 @@ export function stripeProvider(opts: { secretKey: string; webhookSecret: string;
     } catch (e) {
       const err = e as { type?: string; message?: string; statusCode?: number };
       opts.log.warn("payment provider call failed", { call: what, type: err.type, status: err.statusCode, error: err.message });
-      if (err.type === "StripeConnectionError" || err.type === "StripeAPIError" || err.type === "StripeRateLimitError" || (err.statusCode ?? 0) >= 500) {
-        throw new DomainError("unavailable", "payment_provider_unavailable", "The payment provider cannot be reached just now; try again shortly.", 30);
+      if (
+        err.type === "StripeConnectionError" ||
+        err.type === "StripeAPIError" ||
+        err.type === "StripeRateLimitError" ||
+        (err.statusCode ?? 0) >= 500
+      ) {
+        throw new DomainError(
+          "unavailable",
+          "payment_provider_unavailable",
+          "The payment provider cannot be reached just now; try again shortly.",
+          30,
+        );
       }
-      throw new DomainError("upstream", "payment_provider_error", `The payment provider refused the request: ${err.message ?? "unknown error"}`);
+      throw new DomainError(
+        "upstream",
+        "payment_provider_error",
+        `The payment provider refused the request: ${err.message ?? "unknown error"}`,
+      );
     }
   };
 
@@ -44,7 +58,10 @@ export function stripeProvider(opts: { secretKey: string; webhookSecret: string;
         // One customer per org even when two checkouts start at once (Stripe keeps
         // idempotency keys for 24 hours); the creation time tells apart an org that got
         // the id of a purged one.
-        stripe.customers.create({ name: orgName, metadata: { org_id: String(orgId) } }, { idempotencyKey: `sextant-org-${orgId}-${orgCreatedAt}-customer` }),
+        stripe.customers.create(
+          { name: orgName, metadata: { org_id: String(orgId) } },
+          { idempotencyKey: `sextant-org-${orgId}-${orgCreatedAt}-customer` },
+        ),
       );
       return c.id;
     },
@@ -66,7 +83,9 @@ export function stripeProvider(opts: { secretKey: string; webhookSecret: string;
       return s.url;
     },
     async createPortal({ customerId, returnUrl }) {
-      const s = await call("billingPortal.sessions.create", () => stripe.billingPortal.sessions.create({ customer: customerId, return_url: returnUrl }));
+      const s = await call("billingPortal.sessions.create", () =>
+        stripe.billingPortal.sessions.create({ customer: customerId, return_url: returnUrl }),
+      );
       return s.url;
     },
     async cancelSubscription(subscriptionId: string) {

@@ -43,7 +43,8 @@ export function listTokens(db: Db, actor: Actor, orgId: number) {
 
 /** Revokes the live tokens `userId` created in an org (they were removed or demoted below admin). */
 export function revokeTokensCreatedBy(db: Db, orgId: number, userId: number, now: number): number {
-  return db.query("UPDATE api_tokens SET revoked_at = ? WHERE org_id = ? AND created_by = ? AND revoked_at IS NULL").run(now, orgId, userId).changes;
+  return db.query("UPDATE api_tokens SET revoked_at = ? WHERE org_id = ? AND created_by = ? AND revoked_at IS NULL").run(now, orgId, userId)
+    .changes;
 }
 
 export function revokeToken(db: Db, actor: Actor, orgId: number, tokenId: number, now: number): void {

@@ -39,7 +39,19 @@
 // Not copied: LOCK, `.tmp` files, SQLite's -wal/-shm (the VACUUM copy holds everything).
 
 import { Database } from "bun:sqlite";
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { copyFile, link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { parquetMetadata } from "hyparquet";
@@ -210,7 +222,7 @@ const HOUR_RE = /^hour=(\d{2})\.t(\d+)\.parquet$/;
 const DAY_RE = /^day\.t(\d+)\.parquet$/;
 const tagOf = (name: string) => {
   const h = HOUR_RE.exec(name);
-  return Number(h ? h[2] : DAY_RE.exec(name)?.[1] ?? NaN);
+  return Number(h ? h[2] : (DAY_RE.exec(name)?.[1] ?? NaN));
 };
 
 /** The partitions a backup at generation `gen` takes: relative paths, superseded files left out. */
@@ -294,8 +306,10 @@ export async function backup(dataDir: string, dest: string, opts: BackupOptions 
   recoverSwap(dest);
   const destEntries = listOrEmpty(dest);
   if (destEntries.length > 0) {
-    if (!incremental) throw new ConfigError(`${dest} is not empty: back up into a new or empty directory, or update a backup there with --incremental`);
-    if (!existsSync(join(dest, "sextant.db"))) throw new ConfigError(`${dest} is not empty and holds no Sextant backup (no sextant.db): --incremental updates a backup`);
+    if (!incremental)
+      throw new ConfigError(`${dest} is not empty: back up into a new or empty directory, or update a backup there with --incremental`);
+    if (!existsSync(join(dest, "sextant.db")))
+      throw new ConfigError(`${dest} is not empty and holds no Sextant backup (no sextant.db): --incremental updates a backup`);
   }
   // A directory a newer Sextant wrote may hold what this build cannot read (format.ts).
   checkDataFormat(dataDir);
@@ -312,7 +326,10 @@ export async function backup(dataDir: string, dest: string, opts: BackupOptions 
         const r = await attemptBackup(src, dataDir, staging, previous, opts);
         const result: BackupResult = { dest, incremental, ...r, ms: Math.round(performance.now() - t0), attempts: attempt };
         const { dest: _d, ...manifest } = result;
-        await writeFile(join(staging, MANIFEST), JSON.stringify({ format: 1, source: dataDir, created_at: new Date().toISOString(), ...manifest }, null, 2) + "\n");
+        await writeFile(
+          join(staging, MANIFEST),
+          JSON.stringify({ format: 1, source: dataDir, created_at: new Date().toISOString(), ...manifest }, null, 2) + "\n",
+        );
         await fsyncPath(join(staging, MANIFEST));
         await fsyncPath(staging);
         await swapIn(staging, dest, previous !== null || existsSync(dest));
@@ -320,7 +337,8 @@ export async function backup(dataDir: string, dest: string, opts: BackupOptions 
       } catch (e) {
         if (!(e instanceof Raced) || attempt >= ATTEMPTS) {
           rmSync(staging, { recursive: true, force: true });
-          if (e instanceof Raced) throw new Error(`the server changed the data directory during each of ${ATTEMPTS} attempts (last: ${e.message}); try again`);
+          if (e instanceof Raced)
+            throw new Error(`the server changed the data directory during each of ${ATTEMPTS} attempts (last: ${e.message}); try again`);
           throw e;
         }
         opts.onRetry?.(e.message);
@@ -363,7 +381,9 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
   let walRecords = 0;
   let lastSeq = 0;
   const seqs: number[] = [];
-  for (const name of listOrEmpty(walDir).filter((f) => /^\d{16}\.log$/.test(f)).sort()) {
+  for (const name of listOrEmpty(walDir)
+    .filter((f) => /^\d{16}\.log$/.test(f))
+    .sort()) {
     let buf: Uint8Array;
     try {
       buf = new Uint8Array(await readFile(join(walDir, name)));
@@ -601,16 +621,25 @@ export async function restore(src: string, dataDir: string, opts: { force?: bool
   } catch {
     // A plain copy of a stopped data directory restores as well.
   }
-  const srcPid = Number(await Bun.file(join(src, "LOCK")).text().catch(() => ""));
+  const srcPid = Number(
+    await Bun.file(join(src, "LOCK"))
+      .text()
+      .catch(() => ""),
+  );
   if (srcPid && srcPid !== process.pid && pidAlive(srcPid)) {
-    throw new ConfigError(`${src} is in use by process ${srcPid}: a running server's directory is no backup (make one with sextant backup)`);
+    throw new ConfigError(
+      `${src} is in use by process ${srcPid}: a running server's directory is no backup (make one with sextant backup)`,
+    );
   }
   mkdirSync(dataDir, { recursive: true });
   const release = lockDataDir(dataDir);
   try {
     const present = readdirSync(dataDir).filter((n) => n !== "LOCK");
     if (present.length > 0) {
-      if (!opts.force) throw new ConfigError(`the data directory ${dataDir} is not empty (${present.slice(0, 3).join(", ")}${present.length > 3 ? ", …" : ""}); restore with --force to replace its contents`);
+      if (!opts.force)
+        throw new ConfigError(
+          `the data directory ${dataDir} is not empty (${present.slice(0, 3).join(", ")}${present.length > 3 ? ", …" : ""}); restore with --force to replace its contents`,
+        );
       for (const n of present) rmSync(join(dataDir, n), { recursive: true, force: true });
     }
     let files = 0;

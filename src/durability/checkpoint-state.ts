@@ -1,9 +1,8 @@
 // The checkpoint's session state, in a file of its own per checkpoint generation: the open
 // web sessions (ingest) and the rollups' open and folded sessions (store). With tens of
 // thousands of sessions that is megabytes. Written into the metadata store inside the
-// checkpoint's transaction (until 2026-11-22), it held the event loop 12-45 ms per
-// checkpoint under batch load: SQLite's page writes, and its own log checkpoints with
-// their fsyncs. This file is written in the thread pool before the transaction, which then
+// checkpoint's transaction, it would hold the event loop for SQLite's page writes and
+// its own log checkpoints with their fsyncs. This file is written in the thread pool before the transaction, which then
 // only names its generation (checkpoint key `state_gen`).
 //
 // File `<gen>.sessions`: magic "SXSS" (u32), version (u32), section count (u32), 4 bytes
@@ -33,7 +32,9 @@ function header(sections: Uint8Array[]): Uint8Array {
   v.setUint32(0, MAGIC, true);
   v.setUint32(4, VERSION, true);
   v.setUint32(8, sections.length, true);
-  sections.forEach((s, i) => v.setUint32(16 + 4 * i, s.length, true));
+  sections.forEach((s, i) => {
+    v.setUint32(16 + 4 * i, s.length, true);
+  });
   return h;
 }
 

@@ -88,7 +88,10 @@ export class SimulatedCrash extends Error {
 }
 
 /** Runs one checkpoint (one at a time; a call during another waits for it, then runs). */
-export async function checkpoint(d: CheckpointDeps, crashAt?: CheckpointCrash): Promise<{ seq: number; gen: number; files: number; events: number; ms: number }> {
+export async function checkpoint(
+  d: CheckpointDeps,
+  crashAt?: CheckpointCrash,
+): Promise<{ seq: number; gen: number; files: number; events: number; ms: number }> {
   while (running) await running.catch(() => {});
   const p = run(d, crashAt);
   running = p;
@@ -109,7 +112,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   const heads = d.store.takeHeads();
   const ingestState = d.ingest.snapshotState();
   const rollups = d.store.rollups.snapshot();
-  d.ingest.rollLog();
+  d.ingest.sink.markCheckpoint();
   const events = heads.reduce((a, h) => a + h.n, 0);
   // Marks the start of the partition writes in the log (crash tests aim their kills here).
   if (events > 0) d.log.info("checkpoint started", { seq, gen, events });
@@ -124,9 +127,9 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
     await d.ingest.writeAnswerRun(ingestState);
     await writeStateFile(d.stateDir, gen, [ingestState.webSessions, rollups.sessions]);
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
-    // The commit does not wait for its fsync on the event loop (this transaction held it
-    // 30-100 ms per flush under batch load): makeDurable below fsyncs in the thread pool,
-    // before anything relies on it.
+    // The commit does not wait for its fsync on the event loop (that would hold it for
+    // every flush under batch load): makeDurable below fsyncs in the thread pool, before
+    // anything relies on it.
     const tCommit = performance.now();
     withoutSyncWait(d.db, () =>
       d.db.transaction(() => {
@@ -159,13 +162,23 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
   await d.ingest.markSaved(ingestState);
   if (crashAt === "after-commit") throw new SimulatedCrash(crashAt);
   if (durable) {
-    await d.ingest.dropLog(seq);
+    await d.ingest.sink.checkpointed(seq);
     await pruneStateFiles(d.stateDir, gen).catch((e) => d.log.warn("old session state files not deleted", { error: (e as Error).message }));
   }
   d.metrics?.checkpoint.observe((performance.now() - t0) / 1000);
   const ms = Math.round(performance.now() - t0);
   // scratch_mb: what the partition writer keeps between flushes (taken from the cache's budget).
   const scratch_mb = Math.round(d.store.scratchHeld() / 1048576);
-  if (events > 0) d.log.info("checkpoint", { seq, gen, files: written.length, events, ms, ...held, scratch_mb, scratch_releases: d.store.cacheStats().scratchReleases });
+  if (events > 0)
+    d.log.info("checkpoint", {
+      seq,
+      gen,
+      files: written.length,
+      events,
+      ms,
+      ...held,
+      scratch_mb,
+      scratch_releases: d.store.cacheStats().scratchReleases,
+    });
   return { seq, gen, files: written.length, events, ms };
 }

@@ -9,7 +9,7 @@
 //
 // History:
 //   1  every directory written before the file existed (no FORMAT file): releases up to
-//      and including 2dd43a8 (schema 6, log record types 1 and 2) and the sessions after
+//      and including 2dd43a8 (schema 6, log record types 1 and 2) and the commits after
 //      it (schema up to 9, record types up to 5, session state files). Read as they are:
 //      the metadata migrations run at start, old records replay, the checkpoint's session
 //      rows move to a state file at the next checkpoint.
@@ -47,9 +47,14 @@ export function checkDataFormat(dataDir: string): number {
   try {
     text = readFileSync(file, "utf8").trim();
   } catch (e) {
-    throw new ConfigError(`the data directory ${dataDir} has a FORMAT that cannot be read (${(e as { code?: string }).code ?? (e as Error).message})`);
+    throw new ConfigError(
+      `the data directory ${dataDir} has a FORMAT that cannot be read (${(e as { code?: string }).code ?? (e as Error).message})`,
+    );
   }
-  if (!/^\d{1,9}$/.test(text)) throw new ConfigError(`the data directory ${dataDir} has a FORMAT file that is not a format version (${JSON.stringify(text.slice(0, 40))}); was it written by a newer Sextant?`);
+  if (!/^\d{1,9}$/.test(text))
+    throw new ConfigError(
+      `the data directory ${dataDir} has a FORMAT file that is not a format version (${JSON.stringify(text.slice(0, 40))}); was it written by a newer Sextant?`,
+    );
   const found = Number(text);
   if (found > DATA_FORMAT) throw new ConfigError(newerFormatMessage(dataDir, found));
   return found;

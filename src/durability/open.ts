@@ -13,6 +13,9 @@ import { Billing, type PaymentProvider } from "../domain/billing.ts";
 import type { Logger } from "../infra/log.ts";
 import { Ingest } from "../ingest/ingest.ts";
 import { EventStore } from "../store/store.ts";
+import { Wal } from "./wal.ts";
+import { EmbeddedSink } from "./embedded-sink.ts";
+import { replayLog } from "./replay.ts";
 import { sweepOrphans } from "./tenant-purge.ts";
 import { checkDataFormat, DATA_FORMAT, writeDataFormat } from "./format.ts";
 import { checkpoint, checkpointGen, checkpointSeq, loadCheckpoint, type CheckpointDeps } from "./checkpoint.ts";
@@ -33,7 +36,13 @@ export interface Storage extends CheckpointDeps {
 /** Where checkpoints keep their session state files (checkpoint-state.ts). */
 export const stateDirOf = (dataDir: string) => join(dataDir, "state");
 
-export function openStorage(config: Config, log: Logger, now: () => number, plans: Plan[], provider: PaymentProvider | null = null): Storage {
+export function openStorage(
+  config: Config,
+  log: Logger,
+  now: () => number,
+  plans: Plan[],
+  provider: PaymentProvider | null = null,
+): Storage {
   // Before anything is created or changed: a directory a newer Sextant wrote is refused.
   const format = checkDataFormat(config.dataDir);
   mkdirSync(config.dataDir, { recursive: true });
@@ -56,12 +65,14 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
       flushEvents: config.flushEvents,
       writerNice: config.writerNice,
     });
+    // Ingest's accepted events go to the embedded sink: the write-ahead log, then the store.
+    const wal = Wal.open(join(config.dataDir, "wal"), log);
+    const sink = new EmbeddedSink(wal, store);
     const ingest = new Ingest({
       db,
       log,
       now,
-      sink: store,
-      walDir: join(config.dataDir, "wal"),
+      sink,
       answersDir: join(config.dataDir, "answers"),
       limitFor: (org) => billing.effectiveLimit(org),
       hardLimitPercent: () => config.hardLimitPercent,
@@ -73,7 +84,7 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
     const opened = store.open(checkpointGen(db));
     const stateDir = stateDirOf(config.dataDir);
     loadCheckpoint({ db, log, ingest, store, stateDir });
-    const { maxApp, ...replayed } = ingest.replay(seq);
+    const { maxApp, ...replayed } = replayLog({ wal, ingest, db, log, quarantineDir: join(config.dataDir, "quarantine") }, seq);
     sweepOrphans({ db, log, store, ingest }, { exportsDir: join(config.dataDir, "exports"), maxAppInLog: maxApp });
     log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
     // Recorded once everything above has read and migrated the directory (src/durability/format.ts).
@@ -92,8 +103,11 @@ export function openStorage(config: Config, log: Logger, now: () => number, plan
         closed = true;
         if (!opts.abort) {
           // Leave a small log behind: the next start replays little.
-          await checkpoint(deps).catch((e) => log.error("final checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message }));
+          await checkpoint(deps).catch((e) =>
+            log.error("final checkpoint failed; the write-ahead log keeps everything", { error: (e as Error).message }),
+          );
         }
+        await sink.close();
         await ingest.close();
         await store.close();
         db.close();
@@ -112,7 +126,10 @@ function openDbOrRefuse(dir: string): Db {
     return openDb(dir);
   } catch (e) {
     const m = /newer Sextant \(schema (\d+), this build knows (\d+)/.exec((e as Error).message);
-    if (m) throw new ConfigError(`the data directory ${dir} was written by a newer Sextant (metadata schema ${m[1]}; this build reads up to ${m[2]})`);
+    if (m)
+      throw new ConfigError(
+        `the data directory ${dir} was written by a newer Sextant (metadata schema ${m[1]}; this build reads up to ${m[2]})`,
+      );
     throw e;
   }
 }

@@ -47,17 +47,23 @@ function dropInMemory(d: Pick<TenantPurgeDeps, "store" | "ingest">, p: Purged) {
  * purge's transaction and the deletion of its data) is deleted, export files no row names
  * are deleted, and the id sequences are raised past every id found on disk.
  */
-export function sweepOrphans(d: Pick<TenantPurgeDeps, "db" | "log" | "store" | "ingest">, o: { exportsDir: string; maxAppInLog: number }): { apps: number; orgs: number; files: number } {
+export function sweepOrphans(
+  d: Pick<TenantPurgeDeps, "db" | "log" | "store" | "ingest">,
+  o: { exportsDir: string; maxAppInLog: number },
+): { apps: number; orgs: number; files: number } {
   const held = [...d.store.knownApps(), ...d.ingest.answerApps()];
   reserveIds(d.db, "apps", Math.max(o.maxAppInLog, ...held, 0));
   const found = orphans(d.db, held, []);
   const files = purgeOrphanRows(d.db, found.appIds, found.orgIds);
   dropInMemory(d, { ...found, files });
   if (found.appIds.length) {
-    d.ingest.purgeAnswers(found.appIds).catch((e) => d.log.error("batch answers of purged apps not yet removed", { error: (e as Error).message }));
+    d.ingest
+      .purgeAnswers(found.appIds)
+      .catch((e) => d.log.error("batch answers of purged apps not yet removed", { error: (e as Error).message }));
   }
   const stray = sweepExportFiles(d.db, o.exportsDir);
-  if (found.appIds.length || found.orgIds.length || stray) d.log.info("deleted data left by a purge", { apps: found.appIds.length, orgs: found.orgIds.length, export_files: stray });
+  if (found.appIds.length || found.orgIds.length || stray)
+    d.log.info("deleted data left by a purge", { apps: found.appIds.length, orgs: found.orgIds.length, export_files: stray });
   return { apps: found.appIds.length, orgs: found.orgIds.length, files: stray + files.length };
 }
 
@@ -71,7 +77,12 @@ function sweepExportFiles(db: Db, dir: string): number {
   }
   // By name: the rows hold the path as the data directory was spelled when the file was
   // written (./data, an absolute path, a directory since moved).
-  const known = new Set(db.query<{ file: string }, []>("SELECT file FROM exports WHERE purged = 0").all().map((r) => basename(r.file)));
+  const known = new Set(
+    db
+      .query<{ file: string }, []>("SELECT file FROM exports WHERE purged = 0")
+      .all()
+      .map((r) => basename(r.file)),
+  );
   let maxJob = 0;
   let n = 0;
   for (const name of names) {

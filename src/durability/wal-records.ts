@@ -3,7 +3,7 @@
 // holds what the service promises not to keep (properties named like personal data or
 // with personal-looking values, the page URL's query string, the client's session id,
 // the referrer's path), and the log stays on disk until the next checkpoint, so only the
-// kept events go there (issue 33). Replay turns a record back into exactly the StoredEvents
+// kept events go there. Replay turns a record back into exactly the StoredEvents
 // that were acknowledged, without running the pipeline again.
 //
 // Both are JSON text (written by Wal.appendWithHeader as u32 length | text):
@@ -22,25 +22,47 @@
 
 import { emptyDims, type StoredEvent, type StringDim } from "../model/event.ts";
 import type { DropReason } from "../model/outcomes.ts";
+import type { BatchRecord } from "../ingest/sink.ts";
+import type { BatchAnswer } from "../ingest/requests.ts";
 
-export interface BatchAnswerLike {
-  accepted: number;
-  dropped: number;
-  reason?: "over_quota" | "paused";
-}
+// The log's record types. Only what the drop rules keep reaches the log: never a request
+// body, whose dropped properties, query string and client session id would otherwise sit
+// on disk until the next checkpoint. Logs of earlier versions hold types 1 and 2, still
+// replayed (durability/replay.ts):
+//   1 batch:    u32 header length | header JSON | request body as received (gzip or not;
+//               empty for a paused app's batch, whose answer is all replay needs)
+//   2 web:      u32 header length | header JSON [org, app, receivedAt, visitor, session,
+//               country, browser, os_name, os_version] | request body as received
+/** A batch's request body, as earlier versions wrote it: replayed, no longer written. */
+export const REC_BATCH_BODY = 1;
+/** A web event's request body, as earlier versions wrote it: replayed, no longer written. */
+export const REC_WEB_BODY = 2;
+/** Counts of requests that stored nothing: JSON {a: app, d: day, c: counts}. */
+export const REC_OUTCOMES = 3;
+/** A batch's kept events and its answer: u32 length | encodeKeptBatch's text. */
+export const REC_BATCH_KEPT = 4;
+/** A web event as kept: u32 length | encodeKeptWeb's text. */
+export const REC_WEB_KEPT = 5;
 
 export interface KeptBatch {
   app: number;
   org: number;
   batchId: string;
   at: number;
-  ans: BatchAnswerLike;
+  ans: BatchAnswer;
   drops: Partial<Record<DropReason, number>>;
   events: StoredEvent[];
 }
 
 type Dims = Record<StringDim, string>;
-type EventTuple = [number, string, number | null, Record<string, string>, Record<string, number>, { v?: number; g?: number; m?: Partial<Dims> }?];
+type EventTuple = [
+  number,
+  string,
+  number | null,
+  Record<string, string>,
+  Record<string, number>,
+  { v?: number; g?: number; m?: Partial<Dims> }?,
+];
 
 /** The non-empty dimensions: most of the 20 are "" for any one event. */
 function keptDims(dims: Dims): Partial<Dims> {
@@ -55,19 +77,28 @@ function keptDims(dims: Dims): Partial<Dims> {
 const fullDims = (m: Partial<Dims>): Dims => Object.assign(emptyDims(), m);
 
 /** A batch record's text. `visitor`, `debug` and `dims` are what the batch's events share. */
-export function encodeKeptBatch(
-  h: { app: number; org: number; batchId: string; at: number; visitor: number; debug: boolean; dims: Dims | null; ans: BatchAnswerLike; drops: Partial<Record<DropReason, number>> },
-  events: StoredEvent[],
-): string {
+export function encodeKeptBatch(h: BatchRecord, events: StoredEvent[]): string {
   const e: EventTuple[] = new Array(events.length);
   let session = NaN;
   for (let i = 0; i < events.length; i++) {
     const ev = events[i]!;
     const t: EventTuple = [h.at - ev.ts, ev.name, ev.session === session ? null : (session = ev.session), ev.sp, ev.np];
-    if (ev.visitor !== h.visitor || ev.debug !== h.debug || ev.dims !== h.dims) t.push({ v: ev.visitor, g: ev.debug ? 1 : 0, m: keptDims(ev.dims) });
+    if (ev.visitor !== h.visitor || ev.debug !== h.debug || ev.dims !== h.dims)
+      t.push({ v: ev.visitor, g: ev.debug ? 1 : 0, m: keptDims(ev.dims) });
     e[i] = t;
   }
-  return JSON.stringify({ a: h.app, o: h.org, b: h.batchId, t: h.at, v: h.visitor, g: h.debug ? 1 : 0, m: h.dims ? keptDims(h.dims) : {}, ans: h.ans, d: h.drops, e });
+  return JSON.stringify({
+    a: h.app,
+    o: h.org,
+    b: h.batchId,
+    t: h.at,
+    v: h.visitor,
+    g: h.debug ? 1 : 0,
+    m: h.dims ? keptDims(h.dims) : {},
+    ans: h.ans,
+    d: h.drops,
+    e,
+  });
 }
 
 export function decodeKeptBatch(text: string): KeptBatch {
@@ -79,7 +110,7 @@ export function decodeKeptBatch(text: string): KeptBatch {
     v: number;
     g: number;
     m: Partial<Dims>;
-    ans: BatchAnswerLike;
+    ans: BatchAnswer;
     d: Partial<Record<DropReason, number>>;
     e: EventTuple[];
   };

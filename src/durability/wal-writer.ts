@@ -11,16 +11,15 @@
 //
 // Segments are zero-filled ahead of the records (PREFILL_BYTES at a time), as PostgreSQL
 // does with its WAL files: an fdatasync after writing into blocks that already exist has
-// no size or allocation to commit to the file system's journal. Measured here (ext4, 8 KB
-// commits): 245 -> 145 µs a commit and 89 -> 52 µs of CPU. Replay reads a zero tail as
-// the clean end of a segment.
+// no size or allocation to commit to the file system's journal, so each commit is cheaper.
+// Replay reads a zero tail as the clean end of a segment.
 
 import { closeSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Histogram } from "../infra/metrics.ts";
 
 export const SEGMENT_BYTES = 64 * 1024 * 1024;
-/** Zeros written ahead of the records at a time: about 1 ms of disk time here. */
+/** Zeros written ahead of the records at a time: a short write between commits, not often. */
 export const PREFILL_BYTES = 1024 * 1024;
 const ZEROS = new Uint8Array(PREFILL_BYTES);
 
@@ -178,9 +177,9 @@ export class InlineWriter implements WalWriter {
 // ---- the worker thread's side channel ----------------------------------------------------
 //
 // Commits go to the worker through shared memory, not messages: a postMessage round trip
-// cost 40-60 µs of CPU per commit here (structured clone, two event-loop wake-ups), an
-// Atomics notify/waitAsync round trip about a third of that, and under load there is one
-// commit per millisecond. Messages remain for the rare things: start-up, a bigger data
+// (structured clone, two event-loop wake-ups) costs several times the CPU of an Atomics
+// notify/waitAsync round trip, and under load there is one commit per millisecond.
+// Messages remain for the rare things: start-up, a bigger data
 // buffer, close.
 //
 // ctrl (Int32Array over a SharedArrayBuffer):

@@ -17,6 +17,7 @@ import { rm } from "node:fs/promises";
 import type { Logger } from "../infra/log.ts";
 import { InlineWriter, WorkerWriter, type WalWriter } from "./wal-writer.ts";
 import { DISK_BUCKETS, Histogram } from "../infra/metrics.ts";
+import { SinkWriteError } from "../ingest/sink.ts";
 
 export interface WalRecord {
   seq: number;
@@ -50,7 +51,8 @@ const emptyPending = (): Pending => {
 };
 const enc = new TextEncoder();
 
-export class WalWriteError extends Error {
+/** The log's own write failures (logged where they happen): the sink's, as ingest knows them. */
+export class WalWriteError extends SinkWriteError {
   override name = "WalWriteError";
 }
 
@@ -60,7 +62,7 @@ export class Wal {
   private pending: Pending = emptyPending();
   /**
    * The last commit's buffer, emptied, for the next one: a fresh 16 KB buffer per commit
-   * (zeroed, with its DataView) cost about 3% of a web event's CPU. Free to reuse once
+   * (zeroed, with its DataView) is a visible share of a web event's CPU. Free to reuse once
    * commit() has returned, since the writer copies the frames before it waits.
    */
   private spare: Pending | null = null;
@@ -258,10 +260,9 @@ export class Wal {
       }
       if (this.pending.records > 0) {
         // Back to back, after the requests that came in meanwhile have run and joined it.
-        // Commits used to be spaced 1 ms apart, so that each carried more records: with 64
-        // connections waiting on commits the core then sat idle 20% of the time under web
-        // events (23,400-24,200 events/s against 26,500-27,200 back to back, 3 alternated
-        // pairs, 2026-11-22), and batches, which keep the core busy, gained nothing from it.
+        // Not spaced apart so that each carries more records: with every connection waiting
+        // on a commit the core would sit idle under web events, and batches, which keep the
+        // core busy, gain nothing from it.
         await new Promise<void>((r) => setImmediate(r));
       }
     }
@@ -324,7 +325,7 @@ export class Wal {
       // A segment ends where the next one starts; the newest one stays open.
       while (this.segments.length > 1 && this.segments[1]!.first - 1 <= upTo) gone.push(this.segments.shift()!);
     }
-    // Unlinked in the thread pool: a large segment's unlink held the event loop 6-28 ms.
+    // Unlinked in the thread pool: a large segment's unlink would hold the event loop.
     // Segments are out of the list already; a crash before the unlink only leaves records
     // that replay skips (all at or below the checkpoint's sequence).
     await Promise.all(gone.map((seg) => rm(seg.file, { force: true })));

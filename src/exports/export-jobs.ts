@@ -16,6 +16,7 @@ import type { Logger } from "../infra/log.ts";
 import { claimJob, failJob, finishJob, setJobProgress, type JobRow } from "../domain/jobs.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { iso } from "../domain/time.ts";
+import { DAY_MS } from "../util/time.ts";
 import type { EventStore } from "../store/store.ts";
 import { packForExport, startExportThread } from "../store/files.ts";
 import type { ExportFormat, PartDone } from "../store/export-rows.ts";
@@ -23,8 +24,7 @@ import type { RowGroupMeta } from "../store/parquet-columns.ts";
 
 export type { ExportFormat } from "../store/export-rows.ts";
 
-export const EXPORT_TTL_MS = 7 * 86_400_000;
-const DAY_MS = 86_400_000;
+export const EXPORT_TTL_MS = 7 * DAY_MS;
 
 export interface ExportDeps {
   db: Db;
@@ -38,8 +38,9 @@ export interface ExportDeps {
 /**
  * Nice steps by which an export's thread runs below the server: the lowest priority. An
  * export has no deadline; on an idle machine it runs at full speed, and under ingest it
- * takes what is left. At the partition writer's 5 steps, ingest's p99 during a large
- * export went past twice its p99 alone (bench/RESULTS.md, "Exports at any size").
+ * takes what is left. At the partition writer's 5 steps, a large export pushed ingest's
+ * p99 past the target in bench/RESULTS.md, "Exports at any size" (that run is in
+ * bench/journal/2026-11-27.md, "Hand notes on the export section").
  */
 const EXPORT_NICE = 19;
 
@@ -107,13 +108,23 @@ async function exportJob(d: ExportDeps, job: JobRow) {
   const now = d.now();
   const expires = now + EXPORT_TTL_MS;
   try {
-    d.db.query("INSERT INTO exports (token_hash, job_id, file, format, expires_at) VALUES (?, ?, ?, ?, ?)").run(sha256(token), job.id, file, format, expires);
+    d.db
+      .query("INSERT INTO exports (token_hash, job_id, file, format, expires_at) VALUES (?, ?, ?, ?, ?)")
+      .run(sha256(token), job.id, file, format, expires);
   } catch (e) {
     // The job's org or app was purged while the file was written: the file goes too.
     rmSync(file, { force: true });
     throw e;
   }
-  d.log.info("export written", { job: job.id, app, format, partitions: progress.total_partitions, rows: progress.rows, bytes, ms: Math.round(performance.now() - t0) });
+  d.log.info("export written", {
+    job: job.id,
+    app,
+    format,
+    partitions: progress.total_partitions,
+    rows: progress.rows,
+    bytes,
+    ms: Math.round(performance.now() - t0),
+  });
   return {
     url: `${d.publicUrl}/exports/${token}`,
     format,
@@ -150,12 +161,14 @@ export function resolveDownload(db: Db, token: string, now: number): { file: str
 
 /** Deletes export files past their 7 days (the rows stay, so old links answer 410). */
 export function purgeExpiredExports(db: Db, now: number): number {
-  const rows = db.query<{ token_hash: string; file: string }, [number]>("SELECT token_hash, file FROM exports WHERE expires_at <= ? AND purged = 0").all(now);
+  const rows = db
+    .query<{ token_hash: string; file: string }, [number]>("SELECT token_hash, file FROM exports WHERE expires_at <= ? AND purged = 0")
+    .all(now);
   for (const r of rows) {
     rmSync(r.file, { force: true });
     db.query("UPDATE exports SET purged = 1 WHERE token_hash = ?").run(r.token_hash);
   }
   // A year later even the 410 is forgotten.
-  db.query("DELETE FROM exports WHERE expires_at <= ?").run(now - 365 * 86_400_000);
+  db.query("DELETE FROM exports WHERE expires_at <= ?").run(now - 365 * DAY_MS);
   return rows.length;
 }

@@ -72,7 +72,7 @@ export function authPlugin(svc: Services, lookup: (method: string, path: string)
     const actor = (): Actor => {
       if (resolved) return resolved;
       const meta = lookup(request.method, route) ?? { access: "session" as Access, readOnly: false, share: false };
-      const authz = headers["authorization"];
+      const authz = headers.authorization;
       if (authz !== undefined) {
         svc.guard.check(request);
         const m = /^Bearer\s+(\S+)\s*$/i.exec(authz);
@@ -102,14 +102,14 @@ export function authPlugin(svc: Services, lookup: (method: string, path: string)
         resolved = { kind: "token", orgId: tok.orgId, tokenId: tok.tokenId };
         return resolved;
       }
-      const signed = readCookie(headers["cookie"], SESSION_COOKIE);
+      const signed = readCookie(headers.cookie, SESSION_COOKIE);
       const value = signed ? unsign(signed, svc.cookieSecret) : null;
       const session = value ? resolveSession(svc.db, value, svc.now()) : null;
       if (!session) throw new ApiError(401, "unauthenticated", "Sign in, or send an API token as Authorization: Bearer.");
       if (meta.access === "share") throw shareRequired();
       if (!SAFE_METHODS.has(request.method)) {
         // A cross-site form can send neither a custom header nor a same-origin Origin.
-        const origin = headers["origin"];
+        const origin = headers.origin;
         if (!headers["x-requested-with"] && origin !== publicOrigin) {
           throw new ApiError(403, "csrf", "Requests that change state with the session cookie need the X-Requested-With header.");
         }

@@ -26,7 +26,11 @@ export function clientAddress(req: Request, config: Pick<Config, "trustProxy">):
 }
 
 /** The same rule, for the native ingest routes, without the per-request map. */
-export function addressFrom(req: Request, server: { requestIP(r: Request): { address: string } | null }, config: Pick<Config, "trustProxy">): string {
+export function addressFrom(
+  req: Request,
+  server: { requestIP(r: Request): { address: string } | null },
+  config: Pick<Config, "trustProxy">,
+): string {
   if (config.trustProxy) {
     const xff = req.headers.get("x-forwarded-for");
     if (xff) {
@@ -52,5 +56,8 @@ export function clientGroup(address: string): string {
   const h = head ? head.split(":") : [];
   const t = a.includes("::") ? (tail ? tail.split(":") : []) : [];
   const groups = a.includes("::") ? [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill("0"), ...t] : h;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
 }

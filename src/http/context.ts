@@ -8,7 +8,7 @@ import type { Mailer } from "../infra/mail.ts";
 import type { SignIn } from "../domain/signin.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import type { Ingest } from "../ingest/ingest.ts";
-import type { EventStore } from "../store/store.ts";
+import type { StatsEngine, StorageGauges } from "../query/stats-engine.ts";
 import type { Plan } from "../domain/plans.ts";
 import type { Billing } from "../domain/billing.ts";
 import type { SecretGuard } from "./guard.ts";
@@ -26,7 +26,10 @@ export interface Services {
   cookieSecret: string;
   scheduler: Scheduler;
   ingest: Ingest;
-  store: EventStore;
+  /** Answers the stats endpoints; the store is reached through it and ingest only. */
+  stats: StatsEngine;
+  /** The storage's figures for GET /metrics. */
+  storage: StorageGauges;
   plans: Plan[];
   billing: Billing;
   /** Counts wrong tokens per client and stops guessing (429). */

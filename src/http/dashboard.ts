@@ -55,7 +55,13 @@ export class Dashboard {
         else assets.set(`/${basename(f.path)}`, a);
       }
     } else {
-      const built = await Bun.build({ entrypoints: [dashboardHtml.index], minify: true, target: "browser", publicPath: "/", sourcemap: "none" });
+      const built = await Bun.build({
+        entrypoints: [dashboardHtml.index],
+        minify: true,
+        target: "browser",
+        publicPath: "/",
+        sourcemap: "none",
+      });
       if (!built.success) throw new Error(`the dashboard did not build: ${built.logs.map((l) => l.message).join("; ")}`);
       for (const o of built.outputs) {
         const bytes = new Uint8Array(await o.arrayBuffer());

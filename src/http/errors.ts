@@ -44,17 +44,13 @@ export function domainErrorResponse(e: DomainError): Response {
   return errorResponse(KIND_STATUS[e.kind], e.code, e.message, headers);
 }
 
-export function errorResponse(
-  status: number,
-  code: string,
-  message: string,
-  headers: Record<string, string> = {},
-): Response {
+export function errorResponse(status: number, code: string, message: string, headers: Record<string, string> = {}): Response {
   const body: ErrorBody = { error: { code, message } };
   // Every 503 and 429 tells the client when to come back, whoever built it.
-  const retry = (status === 503 || status === 429) && !Object.keys(headers).some((k) => k.toLowerCase() === "retry-after")
-    ? { "retry-after": String(DEFAULT_RETRY_AFTER_S) }
-    : {};
+  const retry =
+    (status === 503 || status === 429) && !Object.keys(headers).some((k) => k.toLowerCase() === "retry-after")
+      ? { "retry-after": String(DEFAULT_RETRY_AFTER_S) }
+      : {};
   return new Response(JSON.stringify(body), {
     status,
     headers: { "content-type": "application/json", "x-content-type-options": "nosniff", ...retry, ...headers },
@@ -88,7 +84,19 @@ export function errorPlugin(log: Logger, methodsFor: (path: string) => string[])
     return res;
   });
 
-  function toResponse({ code, error, request, path, route }: { code: string | number; error: unknown; request: Request; path: string; route?: string }): Response {
+  function toResponse({
+    code,
+    error,
+    request,
+    path,
+    route,
+  }: {
+    code: string | number;
+    error: unknown;
+    request: Request;
+    path: string;
+    route?: string;
+  }): Response {
     if (error instanceof ApiError) return errorResponse(error.status, error.code, error.message, error.headers);
     if (error instanceof DomainError) return domainErrorResponse(error);
     switch (code) {
@@ -101,12 +109,9 @@ export function errorPlugin(log: Logger, methodsFor: (path: string) => string[])
       case "NOT_FOUND": {
         const allowed = methodsFor(path);
         if (allowed.length > 0 && !allowed.includes(request.method)) {
-          return errorResponse(
-            405,
-            "method_not_allowed",
-            `${request.method} is not allowed here; use ${allowed.join(", ")}.`,
-            { allow: allowed.join(", ") },
-          );
+          return errorResponse(405, "method_not_allowed", `${request.method} is not allowed here; use ${allowed.join(", ")}.`, {
+            allow: allowed.join(", "),
+          });
         }
         return errorResponse(404, "not_found", "No such resource.");
       }

@@ -33,7 +33,9 @@ export class SecretGuard {
   check(req: Request): void {
     const wait = this.failures.peek(this.key(req));
     if (wait > 0) {
-      throw new ApiError(429, "too_many_failures", "Too many wrong tokens from this client; retry after the delay.", { "retry-after": String(wait) });
+      throw new ApiError(429, "too_many_failures", "Too many wrong tokens from this client; retry after the delay.", {
+        "retry-after": String(wait),
+      });
     }
   }
 
@@ -61,5 +63,8 @@ export class SecretGuard {
 }
 
 function isMiss(e: unknown): boolean {
-  return (e instanceof DomainError && (e.kind === "not_found" || e.kind === "gone")) || (e instanceof ApiError && (e.status === 401 || e.status === 404));
+  return (
+    (e instanceof DomainError && (e.kind === "not_found" || e.kind === "gone")) ||
+    (e instanceof ApiError && (e.status === 401 || e.status === 404))
+  );
 }

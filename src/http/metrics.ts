@@ -47,12 +47,16 @@ export function renderMetrics(svc: Services): string {
     ENDPOINTS.map((e) => [{ endpoint: e }, m.unavailable[e]]),
   );
   const shed = svc.ingest.shedder;
-  x.counter("sextant_ingest_shed_total", "Ingest requests refused by load shedding, by cause: lag, in_flight, memory (503) and client_share (429).", [
-    [{ cause: "lag" }, shed.shed.lag],
-    [{ cause: "in_flight" }, shed.shed.in_flight],
-    [{ cause: "memory" }, shed.shed.memory],
-    [{ cause: "client_share" }, shed.clientShareRefused],
-  ]);
+  x.counter(
+    "sextant_ingest_shed_total",
+    "Ingest requests refused by load shedding, by cause: lag, in_flight, memory (503) and client_share (429).",
+    [
+      [{ cause: "lag" }, shed.shed.lag],
+      [{ cause: "in_flight" }, shed.shed.in_flight],
+      [{ cause: "memory" }, shed.shed.memory],
+      [{ cause: "client_share" }, shed.clientShareRefused],
+    ],
+  );
   x.gauge("sextant_ingest_in_flight_requests", "Ingest requests being handled now.", [[undefined, shed.inFlight]]);
 
   const wal = svc.ingest.walStats();
@@ -60,32 +64,46 @@ export function renderMetrics(svc: Services): string {
     [{ result: "ok" }, wal.commitTimes.count()],
     [{ result: "failed" }, wal.written.failures],
   ]);
-  x.histogram("sextant_wal_commit_duration_seconds", "Written write-ahead log commits: from hand-over to the writer thread until written and fsynced.", [
-    [undefined, wal.commitTimes],
+  x.histogram(
+    "sextant_wal_commit_duration_seconds",
+    "Written write-ahead log commits: from hand-over to the writer thread until written and fsynced.",
+    [[undefined, wal.commitTimes]],
+  );
+  x.histogram("sextant_wal_fsync_duration_seconds", "The fdatasync of each write-ahead log commit, timed in the writer thread.", [
+    [undefined, wal.fsyncTimes],
   ]);
-  x.histogram("sextant_wal_fsync_duration_seconds", "The fdatasync of each write-ahead log commit, timed in the writer thread.", [[undefined, wal.fsyncTimes]]);
   x.counter("sextant_wal_records_total", "Records written to the write-ahead log.", [[undefined, wal.written.records]]);
   x.counter("sextant_wal_written_bytes_total", "Bytes of records written to the write-ahead log.", [[undefined, wal.written.bytes]]);
   x.gauge("sextant_wal_bytes", "Size of the write-ahead log's segments on disk (dropped at each checkpoint).", [[undefined, wal.bytes]]);
 
-  x.histogram("sextant_checkpoint_duration_seconds", "Checkpoints, start to end (the scheduled flush, a full store, stop).", [[undefined, q.checkpoint]]);
-  x.histogram("sextant_flush_duration_seconds", "The partition writes of each checkpoint: recent events to Parquet files, in the writer's thread.", [[undefined, q.flush]]);
-  x.counter("sextant_checkpoint_failures_total", "Checkpoints that failed (the write-ahead log keeps everything).", [[undefined, q.checkpointFailures.value]]);
+  x.histogram("sextant_checkpoint_duration_seconds", "Checkpoints, start to end (the scheduled flush, a full store, stop).", [
+    [undefined, q.checkpoint],
+  ]);
+  x.histogram(
+    "sextant_flush_duration_seconds",
+    "The partition writes of each checkpoint: recent events to Parquet files, in the writer's thread.",
+    [[undefined, q.flush]],
+  );
+  x.counter("sextant_checkpoint_failures_total", "Checkpoints that failed (the write-ahead log keeps everything).", [
+    [undefined, q.checkpointFailures.value],
+  ]);
 
-  const parts = svc.store.catalog.all();
-  let partBytes = 0;
-  for (const p of parts) partBytes += p.bytes;
-  x.gauge("sextant_store_partitions", "Parquet partition files in the store.", [[undefined, parts.length]]);
-  x.gauge("sextant_store_partition_bytes", "Bytes of the store's Parquet partition files on disk.", [[undefined, partBytes]]);
-  x.gauge("sextant_store_metadata_bytes", "Bytes of the metadata database (SQLite file and its WAL).", [[undefined, fileBytes(svc, "sextant.db") + fileBytes(svc, "sextant.db-wal")]]);
-  const head = svc.store.headSize();
-  x.gauge("sextant_store_head_events", "Events held in memory, not yet in a partition (in the write-ahead log).", [[undefined, head.events]]);
-  const cache = svc.store.cacheStats();
-  x.gauge("sextant_cache_bytes", "Bytes held by the decoded partition cache.", [[undefined, cache.bytes]]);
-  x.gauge("sextant_cache_budget_bytes", "The decoded cache's budget (60% of SEXTANT_MEMORY_MB, less the partition writer's arrays).", [[undefined, cache.budget]]);
-  x.gauge("sextant_cache_partitions", "Decoded partitions held by the cache.", [[undefined, cache.files]]);
-  x.counter("sextant_cache_hits_total", "Partitions a query or export found decoded in the cache.", [[undefined, svc.store.lookups.hits]]);
-  x.counter("sextant_cache_misses_total", "Partitions a query or export had to read and decode.", [[undefined, svc.store.lookups.misses]]);
+  const st = svc.storage.storageFigures();
+  x.gauge("sextant_store_partitions", "Parquet partition files in the store.", [[undefined, st.partitions]]);
+  x.gauge("sextant_store_partition_bytes", "Bytes of the store's Parquet partition files on disk.", [[undefined, st.partitionBytes]]);
+  x.gauge("sextant_store_metadata_bytes", "Bytes of the metadata database (SQLite file and its WAL).", [
+    [undefined, fileBytes(svc, "sextant.db") + fileBytes(svc, "sextant.db-wal")],
+  ]);
+  x.gauge("sextant_store_head_events", "Events held in memory, not yet in a partition (in the write-ahead log).", [
+    [undefined, st.headEvents],
+  ]);
+  x.gauge("sextant_cache_bytes", "Bytes held by the decoded partition cache.", [[undefined, st.cacheBytes]]);
+  x.gauge("sextant_cache_budget_bytes", "The decoded cache's budget (60% of SEXTANT_MEMORY_MB, less the partition writer's arrays).", [
+    [undefined, st.cacheBudget],
+  ]);
+  x.gauge("sextant_cache_partitions", "Decoded partitions held by the cache.", [[undefined, st.cachePartitions]]);
+  x.counter("sextant_cache_hits_total", "Partitions a query or export found decoded in the cache.", [[undefined, st.cacheHits]]);
+  x.counter("sextant_cache_misses_total", "Partitions a query or export had to read and decode.", [[undefined, st.cacheMisses]]);
 
   const names = Object.keys(QUERY_ROUTES) as QueryName[];
   x.histogram(
@@ -96,7 +114,11 @@ export function renderMetrics(svc: Services): string {
   x.counter(
     "sextant_query_refusals_total",
     "Statistics queries refused: 422 over the time or memory budget, 503 too many waiting.",
-    names.flatMap((n) => (["422", "503"] as const).map((s) => [{ endpoint: QUERY_ROUTES[n], status: s }, q.queries[n].refused[s]] as [Record<string, string>, number])),
+    names.flatMap((n) =>
+      (["422", "503"] as const).map(
+        (s) => [{ endpoint: QUERY_ROUTES[n], status: s }, q.queries[n].refused[s]] as [Record<string, string>, number],
+      ),
+    ),
   );
 
   const mem = process.memoryUsage();
@@ -105,9 +127,13 @@ export function renderMetrics(svc: Services): string {
   x.gauge("sextant_process_heap_total_bytes", "JavaScript heap reserved.", [[undefined, mem.heapTotal]]);
   x.gauge("sextant_process_memory_limit_bytes", "SEXTANT_MEMORY_MB, in bytes.", [[undefined, svc.config.memoryMb * 1024 * 1024]]);
   const lag = shed.takeLag();
-  x.gauge("sextant_event_loop_lag_seconds", "How late the last 50 ms timer tick fired: work queued on the event loop.", [[undefined, lag.latestMs / 1000]]);
+  x.gauge("sextant_event_loop_lag_seconds", "How late the last 50 ms timer tick fired: work queued on the event loop.", [
+    [undefined, lag.latestMs / 1000],
+  ]);
   x.gauge("sextant_event_loop_lag_max_seconds", "The largest event-loop lag since the previous scrape.", [[undefined, lag.peakMs / 1000]]);
-  x.counter("sextant_gc_forced_total", "Synchronous garbage collections forced near the memory bound (shed.ts).", [[undefined, shed.forcedGc.count]]);
+  x.counter("sextant_gc_forced_total", "Synchronous garbage collections forced near the memory bound (shed.ts).", [
+    [undefined, shed.forcedGc.count],
+  ]);
   x.gauge("sextant_ready", "1 once start-up (replay of the write-ahead log, the listeners) has finished.", [[undefined, q.ready ? 1 : 0]]);
   return x.text();
 }
@@ -135,7 +161,9 @@ export function metricsRoutes(svc: Services) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "");
       if (!m || !safeEqual(sha256(m[1]!), expected)) {
         svc.guard.fail(request);
-        throw new ApiError(401, "unauthenticated", "GET /metrics needs Authorization: Bearer <SEXTANT_METRICS_TOKEN>.", { "www-authenticate": 'Bearer realm="metrics"' });
+        throw new ApiError(401, "unauthenticated", "GET /metrics needs Authorization: Bearer <SEXTANT_METRICS_TOKEN>.", {
+          "www-authenticate": 'Bearer realm="metrics"',
+        });
       }
       return new Response(renderMetrics(svc), { headers: { "content-type": METRICS_CONTENT_TYPE, "cache-control": "no-store" } });
     },
@@ -157,7 +185,8 @@ export function readyRoutes(svc: Pick<Services, "metrics">) {
   return new Elysia({ name: "sextant/ready" }).get(
     "/readyz",
     () => {
-      if (!svc.metrics.ready) throw new ApiError(503, "not_ready", "Starting: the write-ahead log is being replayed.", { "retry-after": "1" });
+      if (!svc.metrics.ready)
+        throw new ApiError(503, "not_ready", "Starting: the write-ahead log is being replayed.", { "retry-after": "1" });
       return { status: "ready" as const };
     },
     {

@@ -48,7 +48,8 @@ export const LinkRequest = t.Object({ email: t.String({ maxLength: 320 }) }, nam
 export const LinkSent = t.Object(
   {
     delivery: t.Union([t.Literal("mail"), t.Literal("server_log")], {
-      description: "mail: sent to the address when it may sign in; server_log: no mail server is configured, so the link is written to the server's log for its operator.",
+      description:
+        "mail: sent to the address when it may sign in; server_log: no mail server is configured, so the link is written to the server's log for its operator.",
     }),
   },
   named("LinkSent", {}),
@@ -73,16 +74,10 @@ export const OrgCreated = t.Object({ id: Int() }, named("OrgCreated", {}));
 export const OrgChange = t.Object({ name: Name }, named("OrgChange", strict));
 export const OrgView = t.Object({ id: Int(), name: t.String() }, named("OrgView", {}));
 export const DeleteOrg = t.Object({ confirm: t.String({ description: "The org's name typed back." }) }, named("DeleteOrg", strict));
-export const Member = t.Object(
-  { user_id: Int(), email: t.String(), name: t.Nullable(t.String()), role: Role },
-  named("Member", {}),
-);
+export const Member = t.Object({ user_id: Int(), email: t.String(), name: t.Nullable(t.String()), role: Role }, named("Member", {}));
 export const RoleChange = t.Object({ role: Role }, named("RoleChange", strict));
 export const NewInvitation = t.Object({ email: t.String({ maxLength: 320 }), role: Role }, named("NewInvitation", strict));
-export const InvitationView = t.Object(
-  { id: t.String(), email: t.String(), role: Role, expires_at: Iso() },
-  named("InvitationView", {}),
-);
+export const InvitationView = t.Object({ id: t.String(), email: t.String(), role: Role, expires_at: Iso() }, named("InvitationView", {}));
 export const InvitationInfo = t.Object({ email: t.String(), org_name: t.String(), role: Role }, named("InvitationInfo", {}));
 export const AcceptInvitation = t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }, named("AcceptInvitation", strict));
 export const Joined = t.Object({ org_id: Int() }, named("Joined", {}));
@@ -144,7 +139,16 @@ export const ForwardingSecret = t.Object(
 
 // Share links: read-only access to one app's statistics (src/domain/share-links.ts).
 export const NewShareLink = t.Object(
-  { name: t.Optional(t.String({ minLength: 1, maxLength: 100, default: "Share link", description: "A label for the admins' list; default \"Share link\"." })) },
+  {
+    name: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 100,
+        default: "Share link",
+        description: 'A label for the admins\' list; default "Share link".',
+      }),
+    ),
+  },
   named("NewShareLink", strict),
 );
 export const ShareLinkView = t.Object(
@@ -232,7 +236,12 @@ export const StdErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: 
 export const noContent = () => new Response(null, { status: 204 });
 
 const ExportDay = (what: string) =>
-  t.Optional(t.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: `${what}: UTC date YYYY-MM-DD, inclusive. Default: ${what === "from" ? "the app's first event" : "its last"}.` }));
+  t.Optional(
+    t.String({
+      pattern: "^\\d{4}-\\d{2}-\\d{2}$",
+      description: `${what}: UTC date YYYY-MM-DD, inclusive. Default: ${what === "from" ? "the app's first event" : "its last"}.`,
+    }),
+  );
 export const ExportRequest = t.Object(
   {
     format: t.Optional(t.Union([t.Literal("parquet"), t.Literal("csv")], { default: "parquet" })),

@@ -13,7 +13,10 @@ import { SESSION_COOKIE } from "./auth.ts";
 export const SPEC_PATH = "/api/v1/openapi.json";
 
 type Doc = {
-  paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }> }>>;
+  paths?: Record<
+    string,
+    Record<string, { responses?: Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }> }>
+  >;
 };
 
 const RETRY_AFTER = { description: "Seconds to wait before retrying.", schema: { type: "integer", minimum: 1 } };
@@ -38,35 +41,37 @@ export function mendOpenapi(specPath: string) {
 }
 
 export function openapiDoc(svc: Services, version: string) {
-  return new Elysia({ name: "sextant/openapi" })
-    .use(mendOpenapi(SPEC_PATH))
-    .use(
-      openapi({
-        path: "/api/v1/docs",
-        specPath: SPEC_PATH,
-        // No third-party CDN page: the JSON document is the product surface.
-        provider: null,
-        // Ingest has its own document at /openapi.json.
-        exclude: { paths: ["/v1/batch", "/v1/event", "/script.js", "/openapi.json", "/auth/verify", "/invitations/accept"] },
-        documentation: {
-          info: {
-            title: "Sextant dashboard API",
-            version,
-            description:
-              "Statistics, apps, keys, orgs, members, invitations, tokens, exports and billing. " +
-              'Errors always answer {"error":{"code","message"}}. x-sextant-access on each operation says who may call it ' +
-              "(public, session, any, share, or the least org role; API tokens act as viewers and only read). " +
-              "x-sextant-share marks the operations a share link (Bearer shr_...) may call, for its one app only.",
-          },
-          servers: [{ url: svc.config.publicUrl }],
-          components: {
-            securitySchemes: {
-              token: { type: "http", scheme: "bearer", description: "A read-only org API token (sxt_...), or a share link's token (shr_...)." },
-              session: { type: "apiKey", in: "cookie", name: SESSION_COOKIE, description: "The dashboard session cookie." },
-            },
-          },
-          security: [{ token: [] }, { session: [] }],
+  return new Elysia({ name: "sextant/openapi" }).use(mendOpenapi(SPEC_PATH)).use(
+    openapi({
+      path: "/api/v1/docs",
+      specPath: SPEC_PATH,
+      // No third-party CDN page: the JSON document is the product surface.
+      provider: null,
+      // Ingest has its own document at /openapi.json.
+      exclude: { paths: ["/v1/batch", "/v1/event", "/script.js", "/openapi.json", "/auth/verify", "/invitations/accept"] },
+      documentation: {
+        info: {
+          title: "Sextant dashboard API",
+          version,
+          description:
+            "Statistics, apps, keys, orgs, members, invitations, tokens, exports and billing. " +
+            'Errors always answer {"error":{"code","message"}}. x-sextant-access on each operation says who may call it ' +
+            "(public, session, any, share, or the least org role; API tokens act as viewers and only read). " +
+            "x-sextant-share marks the operations a share link (Bearer shr_...) may call, for its one app only.",
         },
-      }),
-    );
+        servers: [{ url: svc.config.publicUrl }],
+        components: {
+          securitySchemes: {
+            token: {
+              type: "http",
+              scheme: "bearer",
+              description: "A read-only org API token (sxt_...), or a share link's token (shr_...).",
+            },
+            session: { type: "apiKey", in: "cookie", name: SESSION_COOKIE, description: "The dashboard session cookie." },
+          },
+        },
+        security: [{ token: [] }, { session: [] }],
+      },
+    }),
+  );
 }

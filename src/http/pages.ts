@@ -11,7 +11,8 @@ import { resolveDownload } from "../exports/export-jobs.ts";
 import { errorResponse } from "./errors.ts";
 import { createHash } from "node:crypto";
 
-const STYLE = "body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}";
+const STYLE =
+  "body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}";
 const sha = (text: string) => `'sha256-${createHash("sha256").update(text, "utf8").digest("base64")}'`;
 
 interface Page {
@@ -89,22 +90,27 @@ const html = (p: Page) =>
 export const pageRoutes = (svc: Services) =>
   new Elysia({ name: "sextant/pages" })
     // Export downloads: the unguessable token is the credential, as for links in mail.
-    .get("/exports/:token", ({ params, request }) => {
-      svc.guard.check(request);
-      const r = resolveDownload(svc.db, params.token, svc.now());
-      if (r === "unknown") {
-        svc.guard.fail(request);
-        return errorResponse(404, "not_found", "No such export.");
-      }
-      if (r === "expired") return errorResponse(410, "export_expired", "This export link has expired (links work for 7 days); export again.");
-      const file = Bun.file(r.file);
-      return new Response(file, {
-        headers: {
-          "content-type": r.format === "csv" ? "text/csv; charset=utf-8" : "application/vnd.apache.parquet",
-          "content-disposition": `attachment; filename="sextant-export.${r.format}"`,
-          "cache-control": "private, no-store",
-        },
-      });
-    }, { detail: { hide: true } })
+    .get(
+      "/exports/:token",
+      ({ params, request }) => {
+        svc.guard.check(request);
+        const r = resolveDownload(svc.db, params.token, svc.now());
+        if (r === "unknown") {
+          svc.guard.fail(request);
+          return errorResponse(404, "not_found", "No such export.");
+        }
+        if (r === "expired")
+          return errorResponse(410, "export_expired", "This export link has expired (links work for 7 days); export again.");
+        const file = Bun.file(r.file);
+        return new Response(file, {
+          headers: {
+            "content-type": r.format === "csv" ? "text/csv; charset=utf-8" : "application/vnd.apache.parquet",
+            "content-disposition": `attachment; filename="sextant-export.${r.format}"`,
+            "cache-control": "private, no-store",
+          },
+        });
+      },
+      { detail: { hide: true } },
+    )
     .get("/auth/verify", () => html(VERIFY), { detail: { hide: true } })
     .get("/invitations/accept", () => html(ACCEPT), { detail: { hide: true } });

@@ -37,7 +37,14 @@ export function permissionRows(routes: RouteInfo[]) {
       const access = r.hooks!.detail!["x-sextant-access"] as Access;
       const readOnly = r.method === "GET" || r.hooks!.detail!["x-sextant-read-only"] === true;
       const share = r.hooks!.detail!["x-sextant-share"] === true;
-      return { method: r.method, path: r.path.replace(/:([a-z_]+)/g, "{$1}"), access, readOnly, share, summary: String(r.hooks!.detail!.summary ?? "") };
+      return {
+        method: r.method,
+        path: r.path.replace(/:([a-z_]+)/g, "{$1}"),
+        access,
+        readOnly,
+        share,
+        summary: String(r.hooks!.detail!.summary ?? ""),
+      };
     })
     .sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
 }

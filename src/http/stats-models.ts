@@ -24,7 +24,13 @@ export const Totals = t.Object(
 );
 /** A DayPoint with the day's page views (an extension of the spec's DayPoint, for the dashboard's chart). */
 export const OverviewPoint = t.Object(
-  { day: t.String(), events: Int(), sessions: Int(), users: Int(), pageviews: Int({ description: "Page views that day (events named pageview)." }) },
+  {
+    day: t.String(),
+    events: Int(),
+    sessions: Int(),
+    users: Int(),
+    pageviews: Int({ description: "Page views that day (events named pageview)." }),
+  },
   named("OverviewPoint"),
 );
 export const Period = t.Object({ from: t.String(), to: t.String(), series: t.Array(OverviewPoint), totals: Totals }, named("Period"));
@@ -38,7 +44,10 @@ export const Overview = t.Object(
   named("Overview"),
 );
 export const Row2 = t.Object({ value: t.String(), count: Int() }, named("Row2"));
-export const Breakdown = t.Object({ dimension: t.String(), metric: t.String(), rows: t.Array(Row2), sampled: t.Boolean(), source: t.String() }, named("Breakdown"));
+export const Breakdown = t.Object(
+  { dimension: t.String(), metric: t.String(), rows: t.Array(Row2), sampled: t.Boolean(), source: t.String() },
+  named("Breakdown"),
+);
 export const EventSummary = t.Object({ name: t.String(), events: Int(), users: Int(), series: t.Array(Int()) }, named("EventSummary"));
 export const EventsList = t.Object({ events: t.Array(EventSummary), sampled: t.Boolean() }, named("EventsList"));
 export const EventDetail = t.Object(
@@ -46,7 +55,9 @@ export const EventDetail = t.Object(
     name: t.String(),
     series: t.Array(DayPoint),
     string_properties: t.Array(t.Object({ key: t.String(), values: t.Array(Row2) }, named("StringProperty"))),
-    number_properties: t.Array(t.Object({ key: t.String(), count: Int(), mean: Num(), median: Num(), p95: Num(), sum: Num() }, named("NumberProperty"))),
+    number_properties: t.Array(
+      t.Object({ key: t.String(), count: Int(), mean: Num(), median: Num(), p95: Num(), sum: Num() }, named("NumberProperty")),
+    ),
     property_by: t.Optional(t.Array(t.Object({ value: t.String(), count: Int(), median: Num(), sum: Num() }, named("PropertyGroup")))),
     sampled: t.Boolean(),
   },
@@ -64,7 +75,10 @@ export const Funnel = t.Object(
   {
     groups: t.Array(
       t.Object(
-        { group: t.String(), steps: t.Array(t.Object({ name: t.String(), sessions: Int(), conversion: Num(), step_conversion: Num() }, named("FunnelStep"))) },
+        {
+          group: t.String(),
+          steps: t.Array(t.Object({ name: t.String(), sessions: Int(), conversion: Num(), step_conversion: Num() }, named("FunnelStep"))),
+        },
         named("FunnelGroup"),
       ),
     ),
@@ -74,7 +88,12 @@ export const Funnel = t.Object(
   named("Funnel"),
 );
 export const Heatmap = t.Object(
-  { cells: t.Array(t.Object({ weekday: Int({ minimum: 1, maximum: 7 }), hour: Int({ minimum: 0, maximum: 23 }), sessions: Int() }, named("HeatCell"))), sampled: t.Boolean() },
+  {
+    cells: t.Array(
+      t.Object({ weekday: Int({ minimum: 1, maximum: 7 }), hour: Int({ minimum: 0, maximum: 23 }), sessions: Int() }, named("HeatCell")),
+    ),
+    sampled: t.Boolean(),
+  },
   named("Heatmap"),
 );
 export const Live = t.Object({ minutes: Int(), events: Int(), sessions: Int() }, named("Live"));
@@ -105,19 +124,27 @@ export const Sessions = t.Object(
   named("Sessions"),
 );
 export const TimelineEvent = t.Object(
-  { name: t.String(), ts: t.String(), pathname: t.String(), screen: t.String(), properties: t.Record(t.String(), t.Union([t.String(), t.Number()])) },
+  {
+    name: t.String(),
+    ts: t.String(),
+    pathname: t.String(),
+    screen: t.String(),
+    properties: t.Record(t.String(), t.Union([t.String(), t.Number()])),
+  },
   named("TimelineEvent"),
 );
 
 // Query parameters, exactly per endpoint (an unknown one is a 400 naming it).
-const day = (what: string) => t.Optional(t.String({ description: `${what}: UTC date YYYY-MM-DD, inclusive. Default: the last 7 days including today.` }));
+const day = (what: string) =>
+  t.Optional(t.String({ description: `${what}: UTC date YYYY-MM-DD, inclusive. Default: the last 7 days including today.` }));
 const filter = t.Optional(
   t.Array(t.String(), {
     description: `Repeatable dimension:value (prop:KEY:value for properties). Different dimensions are ANDed, values of one dimension ORed. Dimensions: ${DIMENSIONS.join(", ")}, prop:KEY.`,
   }),
 );
 const debug = t.Optional(t.Boolean({ description: "true reads debug data instead of production data." }));
-const limit = (def: number, max: number) => t.Optional(t.Integer({ minimum: 1, maximum: max, description: `Default ${def}, at most ${max}.` }));
+const limit = (def: number, max: number) =>
+  t.Optional(t.Integer({ minimum: 1, maximum: max, description: `Default ${def}, at most ${max}.` }));
 const q = (props: Record<string, unknown>) => t.Object(props as never, { additionalProperties: false });
 
 export const OverviewQuery = q({ from: day("from"), to: day("to"), debug, filter, compare: t.Optional(t.Literal("previous")) });
@@ -130,7 +157,13 @@ export const BreakdownQuery = q({
   filter,
 });
 export const EventsQuery = q({ limit: limit(50, 1000), from: day("from"), to: day("to"), filter });
-export const EventDetailQuery = q({ property: t.Optional(t.String({ maxLength: 128, description: "A property key (1-64 characters)." })), by: t.Optional(t.String({ maxLength: 80 })), from: day("from"), to: day("to"), filter });
+export const EventDetailQuery = q({
+  property: t.Optional(t.String({ maxLength: 128, description: "A property key (1-64 characters)." })),
+  by: t.Optional(t.String({ maxLength: 80 })),
+  from: day("from"),
+  to: day("to"),
+  filter,
+});
 export const WindowQuery = q({ from: day("from"), to: day("to"), filter });
 export const LiveQuery = q({ debug });
 export const SessionsQuery = q({ limit: limit(50, 500), from: day("from"), to: day("to"), filter });

@@ -3,8 +3,6 @@
 // that one list drives parsing, validation, `sextant --help` and the README table
 // (a test checks the README against it).
 
-import { readFileSync } from "node:fs";
-
 import type { LogFormat } from "./log.ts";
 
 export interface Config {
@@ -114,7 +112,8 @@ export const OPTIONS = [
     flag: "--backup-dir",
     unit: "path",
     defaultText: "unset: no scheduled backup",
-    description: "Turns on the scheduled `backup` job (daily at 03:30 UTC; SEXTANT_JOB_SCHEDULE changes it): an incremental `sextant backup` of the data directory into this directory, outside the data directory (docs/storage.md, \"Backup and restore\").",
+    description:
+      'Turns on the scheduled `backup` job (daily at 03:30 UTC; SEXTANT_JOB_SCHEDULE changes it): an incremental `sextant backup` of the data directory into this directory, outside the data directory (docs/storage.md, "Backup and restore").',
     accepts: "a directory path",
     fallback: () => null,
     parse: nonEmpty,
@@ -282,7 +281,8 @@ export const OPTIONS = [
     flag: "--memory-mb",
     unit: "MiB",
     defaultText: "1024",
-    description: "Memory for events: recent events (flushed to disk past a quarter of it), decoded partitions (the rest, a cache) and, taken from the cache while flushes keep coming, the partition writer's working arrays (up to an eighth, at most 256 MiB). A stats query may hold at most the cache's share of decoded partitions (past it: 422). The whole process stays under this plus 768 MiB: past that, ingest answers 503 (docs/reliability.md).",
+    description:
+      "Memory for events: recent events (flushed to disk past a quarter of it), decoded partitions (the rest, a cache) and, taken from the cache while flushes keep coming, the partition writer's working arrays (up to an eighth, at most 256 MiB). A stats query may hold at most the cache's share of decoded partitions (past it: 422). The whole process stays under this plus 768 MiB: past that, ingest answers 503 (docs/reliability.md).",
     accepts: "an integer from 64 to 1048576",
     fallback: () => 1024,
     parse: int(64, 1_048_576),
@@ -316,7 +316,8 @@ export const OPTIONS = [
     flag: "--answer-backlog",
     unit: "answers",
     defaultText: "200000",
-    description: "Batch answers (kept 8 days for retries) wait in memory until a flush writes them to disk; past this many waiting, a flush starts early (checked every 10 s).",
+    description:
+      "Batch answers (kept 8 days for retries) wait in memory until a flush writes them to disk; past this many waiting, a flush starts early (checked every 10 s).",
     accepts: "an integer from 1 to 10000000",
     fallback: () => 200_000,
     parse: int(1, 10_000_000),
@@ -382,7 +383,8 @@ export const OPTIONS = [
     flag: "--stripe-price",
     unit: "PLAN_ID=price id",
     defaultText: "none (no plan purchasable)",
-    description: "The Stripe price of a plan, one variable per plan (e.g. SEXTANT_STRIPE_PRICE_STARTER=price_123); the flag takes starter=price_123 and may repeat. A plan is purchasable when its price is set.",
+    description:
+      "The Stripe price of a plan, one variable per plan (e.g. SEXTANT_STRIPE_PRICE_STARTER=price_123); the flag takes starter=price_123 and may repeat. A plan is purchasable when its price is set.",
     accepts: "a Stripe price id (price_...)",
     fallback: () => ({}),
     parse: parsePrice,
@@ -393,12 +395,16 @@ export const OPTIONS = [
     flag: "--job-schedule",
     unit: "name=cron;...",
     defaultText: "built-in (docs/storage.md)",
-    description: "Replaces the schedule of named jobs, e.g. `compact=0 20 3 * * *` to compact at 03:20 UTC. Cron with optional seconds, UTC; jobs: flush, flush-if-large, compact, rollups, purge-*, rotate-salts, exports, billing-sweep, backup.",
+    description:
+      "Replaces the schedule of named jobs, e.g. `compact=0 20 3 * * *` to compact at 03:20 UTC. Cron with optional seconds, UTC; jobs: flush, flush-if-large, compact, rollups, purge-*, rotate-salts, exports, billing-sweep, backup.",
     accepts: "name=pattern pairs separated by ;",
     fallback: () => ({}),
     parse: (raw: string) => {
       const out: Record<string, string> = {};
-      for (const part of raw.split(";").map((x) => x.trim()).filter(Boolean)) {
+      for (const part of raw
+        .split(";")
+        .map((x) => x.trim())
+        .filter(Boolean)) {
         const eq = part.indexOf("=");
         if (eq < 1) return undefined;
         out[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
@@ -515,9 +521,8 @@ export function optionTable(): string {
  * execve) with those not set already (bin/reexec.ts). One set explicitly is left as it is.
  *  - useWarmUpMarkedBlocks=0: the engine's thread that faults in heap blocks ahead of the
  *    allocator. With the server on one core it takes that core from the event loop: under
- *    saturating batches it ran about 8 µs of CPU a batch, and without it a batch took 2-15
- *    µs less CPU in each of eight alternated pairs (bench/RESULTS.md, fourteenth session).
- *    Web events: within the noise.
+ *    saturating batches a batch costs less CPU without it, in every alternated pair
+ *    measured; web events show no difference.
  */
 export const ENGINE_ENV: Readonly<Record<string, string>> = { BUN_JSC_useWarmUpMarkedBlocks: "0" };
 
@@ -525,4 +530,3 @@ export const ENGINE_ENV: Readonly<Record<string, string>> = { BUN_JSC_useWarmUpM
 export function engineEnvMissing(env: Record<string, string | undefined> = process.env): Record<string, string> {
   return Object.fromEntries(Object.entries(ENGINE_ENV).filter(([k]) => env[k] === undefined));
 }
-

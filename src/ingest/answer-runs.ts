@@ -4,10 +4,10 @@
 // through a sparse index held in memory; runs of like size are merged (size-tiered), and
 // a merge drops answers past keeping.
 //
-// Why not one SQLite row per answer (as until 2026-11-22): batch ids are random, so every
-// row landed on its own B-tree page and each commit wrote a 4 KB page per answer: 30-40 µs
-// an answer, 7-10% of the event loop under batch load. A run costs 48 bytes an answer,
-// written once per merge level, and its files are written off the event loop.
+// Why not one SQLite row per answer: batch ids are random, so every row lands on its own
+// B-tree page and each commit writes a whole page per answer, on the event loop. A run
+// costs 48 bytes an answer, written once per merge level, and its files are written off
+// the event loop.
 //
 // File: a 32-byte header (magic, version, count, oldest and newest answer time), then
 // `count` entries of 48 bytes sorted by hash: hash (f64, the 53-bit hash of "app:batch id"),
@@ -91,8 +91,8 @@ function header(view: DataView, count: number, oldest: number, newest: number) {
 
 /**
  * Indices 0..n-1 ordered by `hs` (53-bit hashes, as non-negative integers in doubles):
- * an LSD radix sort by bytes, stable. A comparator sort of a checkpoint's 10,000 answers
- * took 2-6 ms on the event loop; this takes a fraction of a millisecond.
+ * an LSD radix sort by bytes, stable: it runs on the event loop at every checkpoint, where
+ * a comparator sort of the checkpoint's answers held it several times longer.
  */
 export function orderByHash(hs: Float64Array): Uint32Array {
   const n = hs.length;
@@ -286,7 +286,11 @@ export class AnswerRuns {
   }
 
   /** The answer given to this batch at `notBefore` or later, if a run holds it. */
-  get(app: number, batchId: string, notBefore: number): { ans: { accepted: number; dropped: number; reason?: "over_quota" | "paused" }; at: number } | undefined {
+  get(
+    app: number,
+    batchId: string,
+    notBefore: number,
+  ): { ans: { accepted: number; dropped: number; reason?: "over_quota" | "paused" }; at: number } | undefined {
     const h = answerHash(app, batchId);
     const id = new Uint8Array(16);
     uuidBytes(batchId, id, 0);
@@ -355,7 +359,10 @@ export class AnswerRuns {
         list.push(run);
         byClass.set(c, list);
       }
-      const group = [...byClass.entries()].sort((a, b) => a[0] - b[0]).find(([, list]) => list.length >= FANOUT)?.[1].slice(0, FANOUT);
+      const group = [...byClass.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .find(([, list]) => list.length >= FANOUT)?.[1]
+        .slice(0, FANOUT);
       if (!group || !(await this.merge(group, cutoff))) return;
     }
   }
@@ -454,7 +461,7 @@ export class AnswerRuns {
         const o = r.pos * ENTRY;
         const at = r.view.getFloat64(o + 8, true);
         const twin = bestH === lastH && sameEntryKey(r.buf, o, last, 0);
-        const purged = dropApps !== undefined && dropApps.has(r.view.getUint32(o + 16, true));
+        const purged = dropApps?.has(r.view.getUint32(o + 16, true));
         if (at >= cutoff && !twin && !purged) {
           const from = r.pos * WORDS;
           const to = fill * WORDS;
@@ -489,7 +496,8 @@ export class AnswerRuns {
     } catch (e) {
       await fh.close().catch(() => {});
       await rmAsync(`${file}.tmp`, { force: true });
-      if (!(e instanceof Stopped)) this.log.error("batch answer runs could not be merged; they stay as they are", { error: (e as Error).message });
+      if (!(e instanceof Stopped))
+        this.log.error("batch answer runs could not be merged; they stay as they are", { error: (e as Error).message });
       return false;
     } finally {
       await fh.close().catch(() => {});
@@ -552,4 +560,3 @@ async function readFullAsync(fd: number, buf: Uint8Array, length: number, positi
     off += n;
   }
 }
-

@@ -1,9 +1,8 @@
 // Inflating a gzip batch body within the 512 KB bound, with the bound enforced while
 // inflating: node:zlib's gunzipSync with maxOutputLength stops producing output once it
 // passes the bound and answers too_large, so a bad body costs at most the bound's work,
-// whatever its trailer claims. (Bun's native gunzip, used before for small bodies, has no
-// output bound: a 16 KB body that lied in its trailer was inflated to 16 MiB on the event
-// loop before it was refused.)
+// whatever its trailer claims. (Bun's native gunzip has no output bound: a small body
+// whose trailer lies would be inflated in full on the event loop before it was refused.)
 //
 // Every gzip member is read, in order, and their contents joined (RFC 1952; what gzip -d
 // does); the bound applies to the whole. Batches are no longer replayed from their body

@@ -2,8 +2,9 @@
 // goes through, each step passing the event on or dropping it with a reason from the one
 // closed set (outcomes.ts). Pure functions of their inputs (the body, the time it
 // arrived, the derived visitor and country), so start-up replay of a write-ahead log
-// written before 2026-11-27 (which held request bodies) repeats exactly the decisions that
-// were acknowledged; the log now holds the kept events themselves (wal-records.ts).
+// written by earlier versions (which held request bodies) repeats exactly the decisions
+// that were acknowledged; the log now holds the kept events themselves
+// (durability/wal-records.ts).
 
 import { emptyDims, type StoredEvent } from "../model/event.ts";
 import { isValidEventName } from "../model/dimensions.ts";
@@ -14,10 +15,11 @@ import type { DropReason } from "../model/outcomes.ts";
 import { hash53 } from "../util/hash.ts";
 import { cutChars } from "../util/chars.ts";
 import { checkBatch, checkWebEvent } from "./schemas.ts";
+import { DAY_MS, MINUTE_MS } from "../util/time.ts";
 
 export const MAX_EVENTS_PER_BATCH = 100;
-export const FUTURE_TOLERANCE_MS = 10 * 60_000;
-export const MAX_AGE_MS = 7 * 86_400_000;
+export const FUTURE_TOLERANCE_MS = 10 * MINUTE_MS;
+export const MAX_AGE_MS = 7 * DAY_MS;
 
 // ---- app batches --------------------------------------------------------------------------
 
@@ -46,7 +48,11 @@ const isObject = (x: unknown): x is Record<string, unknown> => x !== null && typ
 export function parseBatch(json: unknown): ParseResult<ParsedBatch> {
   const problem = checkBatch(json);
   if (problem) return { ok: false, message: problem };
-  const { sdk, system: s, events } = json as { sdk: string; system: Record<string, string | boolean | null | undefined>; events: unknown[] };
+  const {
+    sdk,
+    system: s,
+    events,
+  } = json as { sdk: string; system: Record<string, string | boolean | null | undefined>; events: unknown[] };
   const str = (v: unknown) => (typeof v === "string" ? v : "");
   return {
     ok: true,
@@ -68,8 +74,8 @@ export function parseBatch(json: unknown): ParseResult<ParsedBatch> {
 
 /** What a batch's events share: its app and the values derived from the request. */
 export interface BatchContext {
-  /** session_id -> hash, for the events of one batch (they mostly share one). */
-  sessions?: Map<string, number>;
+  /** The client's session_id -> its hash, for the events of one batch (they mostly share one). */
+  sessionHashes?: Map<string, number>;
   app: number;
   /** When the request arrived (ms): the reference for future and too-old times. */
   receivedAt: number;
@@ -109,7 +115,7 @@ export const BATCH_STEPS: [string, Step][] = [
       if (ts > ctx.receivedAt + FUTURE_TOLERANCE_MS) return "future_time";
       if (ts < ctx.receivedAt - MAX_AGE_MS) return "too_old";
       // Up to 10 minutes ahead is a clock that runs fast: treated as now.
-      d.ts = ts > ctx.receivedAt ? ctx.receivedAt : ts;
+      d.ts = Math.min(ts, ctx.receivedAt);
       return null;
     },
   ],
@@ -119,10 +125,10 @@ export const BATCH_STEPS: [string, Step][] = [
       const s = d.raw.session_id;
       if (typeof s !== "string" || s.length < 1 || s.length > 128) return "invalid_session";
       // Stored as a hash scoped to the app: the client's id itself is never kept.
-      let h = ctx.sessions?.get(s);
+      let h = ctx.sessionHashes?.get(s);
       if (h === undefined) {
         h = hash53(`${ctx.app}\u0000${s.toLowerCase()}`);
-        ctx.sessions?.set(s, h);
+        ctx.sessionHashes?.set(s, h);
       }
       d.session = h;
       return null;
@@ -149,7 +155,7 @@ export interface StepOutcome {
 
 /** Runs every event of a valid batch through the steps. */
 export function batchEvents(batch: ParsedBatch, ctx: BatchContext): StepOutcome {
-  ctx.sessions ??= new Map();
+  ctx.sessionHashes ??= new Map();
   const drops: Partial<Record<DropReason, number>> = {};
   const events: StoredEvent[] = [];
   const dims = emptyDims();
@@ -178,7 +184,17 @@ export function batchEvents(batch: ParsedBatch, ctx: BatchContext): StepOutcome 
         continue outer;
       }
     }
-    events.push({ app: ctx.app, ts: d.ts, name: d.name, session: d.session, visitor: ctx.visitor, debug: s.is_debug, dims, sp: d.sp, np: d.np });
+    events.push({
+      app: ctx.app,
+      ts: d.ts,
+      name: d.name,
+      session: d.session,
+      visitor: ctx.visitor,
+      debug: s.is_debug,
+      dims,
+      sp: d.sp,
+      np: d.np,
+    });
   }
   return { events, drops };
 }

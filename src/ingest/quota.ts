@@ -1,8 +1,8 @@
 // The org's monthly event quota, enforced from memory on every request: accepted events
 // per org per UTC calendar month, up to hard_limit_percent of the effective limit.
-// Events are reserved before the write-ahead log write and released if it fails.
+// Events are reserved before the durable write (sink.ts) and released if it fails.
 
-import { utcMonth } from "../util/hash.ts";
+import { utcMonth } from "../util/time.ts";
 
 export class Quota {
   /** Enforced: committed plus reserved for writes under way. */

@@ -3,15 +3,12 @@
 //
 // Kept without a JavaScript object per answer. Under steady batch load the 5-minute window
 // holds about a million answers; as objects (a key string, an entry, its answer) every full
-// collection had to mark all of them, which took 250 ms a collection with a million
-// (Bun.gc(true), measured 2026-11-22), on the core that answers ingest. Here they are a
-// ring of slots in typed arrays (time, app, counts, reason, flags, the key's hash, the
-// batch id's 16 bytes), found through a NumberMap (typed arrays too) from the answer key's
-// 53-bit hash to its ring slot. (Until 2026-11-23 that index was a Map from
-// hash to sequence: at two million entries every full collection scanned it, about 16 ms
-// a million, and a Map keyed by such numbers costs hundreds of ns an operation.) The id's
-// bytes rule out a hash collision; the rare second key whose hash is already in use goes
-// to a small side map under its full key.
+// collection would have to mark all of them, on the core that answers ingest. Here they are
+// a ring of slots in typed arrays (time, app, counts, reason, flags, the key's hash, the
+// batch id's 16 bytes), found through a NumberMap (typed arrays too: a Map keyed by such
+// numbers is slow, and every full collection scans it whole) from the answer key's 53-bit
+// hash to its ring slot. The id's bytes rule out a hash collision; the rare second key
+// whose hash is already in use goes to a small side map under its full key.
 
 import { answerKey, REASONS, reasonCode, uuidBytes } from "./answer-runs.ts";
 import { NumberMap } from "../structs/number-map.ts";
@@ -117,7 +114,17 @@ export class RecentAnswers {
 
   /** Twice the room; every held answer moves to its slot under the new size. */
   private grow(): void {
-    const old = { cap: this.cap, at: this.at, hash: this.hash, app: this.app, accepted: this.accepted, dropped: this.dropped, reason: this.reason, flags: this.flags, id: this.id };
+    const old = {
+      cap: this.cap,
+      at: this.at,
+      hash: this.hash,
+      app: this.app,
+      accepted: this.accepted,
+      dropped: this.dropped,
+      reason: this.reason,
+      flags: this.flags,
+      id: this.id,
+    };
     const cap = (this.cap *= 2);
     this.at = new Float64Array(cap);
     this.hash = new Float64Array(cap);

@@ -6,7 +6,8 @@
 
 import type { Db } from "../domain/db.ts";
 import { randomToken } from "../util/secrets.ts";
-import { hash53, utcDay } from "../util/hash.ts";
+import { hash53 } from "../util/hash.ts";
+import { utcDay } from "../util/time.ts";
 
 export class Salts {
   private cache = new Map<string, string>();

@@ -41,7 +41,11 @@ export const Batch = t.Object(
   {
     sdk: Str(128, 1, "The SDK's name and version, e.g. sextant-swift/1.0.0."),
     system: BatchSystem,
-    events: t.Array(t.Unknown(), { minItems: 1, maxItems: 100, description: "1-100 BatchEvent items; an item that breaks a rule is dropped and counted." }),
+    events: t.Array(t.Unknown(), {
+      minItems: 1,
+      maxItems: 100,
+      description: "1-100 BatchEvent items; an item that breaks a rule is dropped and counted.",
+    }),
   },
   { title: "Batch" },
 );

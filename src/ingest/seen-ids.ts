@@ -1,6 +1,6 @@
 // Which batch ids may have an answer in the metadata store. Nearly every batch carries a
-// new id, and asking SQLite to be sure cost about 20 µs a batch (the largest fixed cost
-// after parsing the body). A Bloom filter per UTC day of the answers says "certainly not
+// new id, and asking SQLite to be sure was the largest fixed cost of a batch after
+// parsing the body. A Bloom filter per UTC day of the answers says "certainly not
 // stored" for nearly all of them, with no lookup.
 //
 // No false negatives, which would store a retried batch twice: every answer enters the
@@ -10,14 +10,14 @@
 // costs the lookup only.
 
 import { hash53 } from "../util/hash.ts";
+import { DAY_MS } from "../util/time.ts";
 
-const DAY_MS = 86_400_000;
 /**
  * False positives of a day's first layer. Each further layer of the day has half its
  * predecessor's rate, so a day's layers together stay under twice this however many ids
- * come ("Scalable Bloom Filters", Almeida et al. 2007). With a fixed rate per layer (0.24%
- * until 2026-11-22) a day of two million batches had nine layers and 2%, and the eight
- * days kept up to eight times a day's rate: each such id cost a read of every answer run.
+ * come ("Scalable Bloom Filters", Almeida et al. 2007). With a fixed rate per layer a busy
+ * day's many layers add up, and the eight days kept multiply that: each false positive
+ * costs a read of every answer run.
  */
 const FIRST_FP = 0.001;
 /** Ids in a day's first layer when the day before had fewer; each further layer holds twice the one before. */
@@ -31,8 +31,7 @@ const BLOCK_WORDS = BLOCK_BITS / 32;
  * One layer: a blocked Bloom filter (Putze, Sanders and Singler, 2007). Every probe of an id
  * falls in one block, so adding an id or asking for one costs one cache miss whatever the
  * number of probes: start-up adds every stored answer of eight days (millions), and probes
- * spread over the whole array took one miss each (start-up on the ingest bench's data: 9.5 s,
- * against 2.8 s with the fixed rate's four probes).
+ * spread over the whole array would take one miss each, slowing start-up several times.
  */
 class Layer {
   readonly bits: Uint32Array;
@@ -94,7 +93,6 @@ export class SeenIds {
   ready = false;
   /** Per UTC day (day number) of the answers: layers, newest last. */
   private days = new Map<number, Layer[]>();
-
 
   add(key: string, at: number) {
     this.addHash(hash53(key), at);

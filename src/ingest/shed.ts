@@ -89,27 +89,26 @@ export class LoadShedder {
       // Over the bound, most of the excess is garbage from parsing bodies that the
       // collector has not returned yet: collect (at most once a second) rather than shed
       // load that the memory could take. A concurrent collection first: a synchronous one
-      // held the event loop 400-700 ms under the ingest bench (every request waiting).
+      // holds the event loop for hundreds of ms (every request waiting).
       // Only close to the shedding bound is the loop stopped for a full one.
       // (Each kind backs off on its own: concurrent ones that free little must not delay
       // the synchronous one that stands between the process and shedding.)
       const before = this.rss;
       if (this.rss > this.o.maxRssBytes - URGENT_MARGIN) {
-        // Past the shedding bound itself after a heap collection (a query's decodes grew the
-        // process by 150 MB in a third of a second under the bench): the full one at once,
-        // rather than shed while the sweep catches up.
+        // Past the shedding bound itself after a heap collection (a query's decodes can grow
+        // the process that fast): the full one at once, rather than shed while the sweep
+        // catches up.
         const escalate = this.heapOnlyTried && this.rss > this.o.maxRssBytes;
         if (escalate || t - this.lastSyncGc > this.syncEveryMs) {
           this.lastSyncGc = t;
           this.onPressure?.(true);
-          // First a collection of the JS heap alone (fullGC: 35-108 ms under the ingest
-          // bench), whose garbage, request bodies and evicted partitions included, goes back
-          // as the heap is swept over the next moments. Bun.gc(true) also sweeps at once and
-          // makes the allocator return its free memory there and then: 100-190 ms, and the
-          // pages are faulted back in right after. Under saturating batches (90 s each way)
-          // the first kind was needed twice where the second ran eleven times. The second
-          // comes when a heap collection a second ago left the process this close, or at once
-          // when the process passes the shedding bound after one.
+          // First a collection of the JS heap alone (fullGC), whose garbage, request bodies
+          // and evicted partitions included, goes back as the heap is swept over the next
+          // moments. Bun.gc(true) also sweeps at once and makes the allocator return its free
+          // memory there and then, but holds the loop several times longer and the pages are
+          // faulted back in right after. It comes when a heap collection a second ago left
+          // the process this close, or at once when the process passes the shedding bound
+          // after one.
           const full = this.heapOnlyTried;
           if (full) Bun.gc(true);
           else fullGC();
@@ -118,7 +117,12 @@ export class LoadShedder {
           const ms = performance.now() - t;
           this.forcedGc.count++;
           this.forcedGc.ms += ms;
-          this.onForcedGc?.({ kind: full ? "full" : "heap", rss_before_mb: Math.round(before / 1048576), rss_after_mb: Math.round(this.rss / 1048576), ms: Math.round(ms) });
+          this.onForcedGc?.({
+            kind: full ? "full" : "heap",
+            rss_before_mb: Math.round(before / 1048576),
+            rss_after_mb: Math.round(this.rss / 1048576),
+            ms: Math.round(ms),
+          });
           // A heap collection's memory comes back after it returns: judged a second later.
           this.syncEveryMs = full && this.rss > before * 0.95 ? Math.min(this.syncEveryMs * 2, 60_000) : 1000;
         }

@@ -5,8 +5,9 @@
 // them in one go.
 
 import { RecordTable } from "../structs/record-table.ts";
+import { MINUTE_MS } from "../util/time.ts";
 
-export const SESSION_IDLE_MS = 30 * 60_000;
+export const SESSION_IDLE_MS = 30 * MINUTE_MS;
 
 /** Fields of a record after its key (the visitor); also the checkpoint's layout. */
 const ID = 1;
@@ -35,7 +36,7 @@ export class WebSessions {
     return id;
   }
 
-  /** Restores a session seen in the write-ahead log at start-up. */
+  /** Restores a session of a web event restored at start-up (restore.ts). */
   remember(visitor: number, id: number, at: number) {
     let o = this.open.find(visitor);
     if (o >= 0 && this.open.rec[o + LAST]! > at) return;
@@ -59,7 +60,7 @@ export class WebSessions {
   }
 
   private sweep(now: number) {
-    if (now - this.lastSweep < 60_000) return;
+    if (now - this.lastSweep < MINUTE_MS) return;
     this.lastSweep = now;
     // Backwards: a removal moves the last record, already seen, into the hole.
     const t = this.open;

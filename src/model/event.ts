@@ -42,11 +42,6 @@ export interface StoredEvent {
   np: Record<string, number>;
 }
 
-export interface EventSink {
-  /** Takes events that are already durable (in the write-ahead log). */
-  append(events: StoredEvent[]): void;
-}
-
 // A literal (not built from STRING_DIMS) because it is made once per event on the hot path.
 export const emptyDims = (): Record<StringDim, string> => ({
   country: "",

@@ -4,7 +4,7 @@
 import type { QueryContext } from "./context.ts";
 import { countByContext, scanSteps, type CodeReader, type ScanOptions } from "./scan.ts";
 import type { Work } from "./work.ts";
-import { DAY_MS } from "./sessions.ts";
+import { DAY_MS } from "../util/time.ts";
 import type { Chunk } from "../store/chunk.ts";
 import { DomainError } from "../model/errors.ts";
 import { denseVisitors } from "./id-index.ts";
@@ -57,7 +57,7 @@ export class DistinctPairs {
     const local = isolated && this.byUser;
     const dense = local ? denseVisitors(c) : null;
     // The chunk's pairs as bits (owner, day, code) when that fits in 32 MB; a set of
-    // numbers otherwise, about ten times slower per pair.
+    // numbers otherwise, much slower per pair.
     const nbits = (dense ? dense.n : c.nctx) * days * ncodes;
     const bits = nbits <= 1 << 28 ? new Int32Array((nbits + 31) >>> 5) : null;
     const localSeen = new Set<number>();
@@ -97,12 +97,14 @@ export class DistinctPairs {
       // A dimension held per context, for sessions (which need no day) or over one day
       // (users in every hourly partition): a context's pair is the same for all its rows,
       // so one tight count per context says which contexts have a row in the window, and
-      // each gives its pair once. A callback per row cost 700 ms for 3.5 million events,
+      // each gives its pair once. A callback per row is too slow for millions of events
       // on the event loop ingest shares.
       const perCtx = countByContext(c, this.opts);
       if (perCtx) for (let x = 0; x < c.nctx; x++) if (perCtx[x]) pair(x, r.perContext[x]!, 0);
     } else {
-      yield* scanSteps([c], this.opts, (cc, i, x) => pair(x, r.code(i, x), this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0));
+      yield* scanSteps([c], this.opts, (cc, i, x) =>
+        pair(x, r.code(i, x), this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0),
+      );
     }
     if (!global) {
       const g = this.globalCodes(r.values);
@@ -118,7 +120,11 @@ export class DistinctPairs {
       let k = this.values.get(v);
       if (k === undefined) {
         if (this.names.length >= VALUE_SPAN) {
-          throw new DomainError("too_heavy", "query_too_heavy", "This breakdown has more than 2,097,152 distinct values; narrow the dates or add filters.");
+          throw new DomainError(
+            "too_heavy",
+            "query_too_heavy",
+            "This breakdown has more than 2,097,152 distinct values; narrow the dates or add filters.",
+          );
         }
         this.values.set(v, (k = this.names.length));
         this.names.push(v);

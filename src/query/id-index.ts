@@ -7,8 +7,8 @@ import { NumberMap } from "../structs/number-map.ts";
 /**
  * Each context's visitor as a small dense number (0 .. n-1), kept with a partition: a
  * distinct count over one chunk is then marks in a bit or byte array, not a hash set of
- * 53-bit numbers (a JS Map or Set of them costs hundreds of ns an operation, and a day of
- * 100 M events holds 751,000 contexts).
+ * 53-bit numbers (a JS Map or Set of them is slow per operation, and a busy day holds
+ * hundreds of thousands of contexts).
  */
 export function denseVisitors(c: Chunk): { codes: Int32Array; n: number } {
   return derive(

@@ -17,9 +17,8 @@ export const CACHE_MS = 30_000;
  * How long an operator runs before the event loop takes the requests that came meanwhile.
  * Operators yield often (after each chunk, every 65,536 rows or sessions, after each
  * bucket of the session walks); the runner keeps going until this much time has passed
- * since the slice began. Under the ingest bench's load a
- * dashboard's filtered overview of the measured app (about 45 million events) held every
- * request for up to 270 ms in one piece.
+ * since the slice began: a large app's filtered overview in one piece would hold every
+ * ingest request waiting meanwhile.
  */
 export const SLICE_MS = 4;
 
@@ -47,7 +46,15 @@ export class QueryRunner {
 
   constructor(private o: RunnerOptions) {}
 
-  context(app: number, kind: "app" | "web", window: Window, debug: boolean, filters: Filter[], budget: Budget, reader?: QueryChunks): QueryContext {
+  context(
+    app: number,
+    kind: "app" | "web",
+    window: Window,
+    debug: boolean,
+    filters: Filter[],
+    budget: Budget,
+    reader?: QueryChunks,
+  ): QueryContext {
     return {
       app,
       kind,
@@ -76,8 +83,7 @@ export class QueryRunner {
     const hit = this.cache.get(key);
     if (hit && this.o.now() - hit.at < CACHE_MS) return hit.refused ? Promise.reject(hit.refused) : Promise.resolve(hit.value as T);
     // The same query already under way (a dashboard open in two tabs, several connections
-    // polling): its answer is shared rather than computed again. In the ingest bench's kept
-    // logs four copies of the measured app's overview and breakdown ran side by side.
+    // polling): its answer is shared rather than computed again, not run side by side.
     const running = this.inflight.get(key);
     if (running) return running as Promise<T>;
     const p = this.compute(key, fn);
@@ -95,10 +101,15 @@ export class QueryRunner {
       throw new DomainError("unavailable", "too_busy", "Too many statistics queries are running; retry shortly.", 1);
     }
     this.waiting++;
-    const tooHeavy = () => new DomainError("too_heavy", "query_too_heavy", "This query needs more time than its budget; narrow the dates or add filters.");
+    const tooHeavy = () =>
+      new DomainError("too_heavy", "query_too_heavy", "This query needs more time than its budget; narrow the dates or add filters.");
     let overMemory: DomainError | null = null;
     const tooLarge = () =>
-      (overMemory = new DomainError("too_heavy", "query_too_heavy", "This query reads more data than the server may hold in memory for one query; narrow the dates or add filters."));
+      (overMemory = new DomainError(
+        "too_heavy",
+        "query_too_heavy",
+        "This query reads more data than the server may hold in memory for one query; narrow the dates or add filters.",
+      ));
     let started = -1;
     const budget: Budget = {
       check: () => {

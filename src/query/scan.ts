@@ -3,7 +3,7 @@
 // level for name, pathname and properties), so the row loop is array lookups only.
 // Filters on different dimensions are ANDed, repeated values of one dimension ORed.
 
-import { CTX_DIMS, type Chunk, type Codes, type CtxDim } from "../store/chunk.ts";
+import { columnsOf, CTX_DIMS, type Chunk, type Codes, type CtxDim } from "../store/chunk.ts";
 import { isDimension, PROP_PREFIX } from "../model/dimensions.ts";
 import { invalid } from "../model/errors.ts";
 import { DIMENSIONS } from "../model/dimensions.ts";
@@ -33,7 +33,10 @@ export function parseFilters(raw: string[] | string | undefined, allowed?: reado
       value = item.slice(i + 1);
     }
     if (!isDimension(dim) || (allowed && !allowed.includes(dim))) {
-      throw invalid("unknown_dimension", `Unknown filter dimension ${JSON.stringify(dim)}; known: ${(allowed ?? [...DIMENSIONS, "prop:KEY"]).join(", ")}.`);
+      throw invalid(
+        "unknown_dimension",
+        `Unknown filter dimension ${JSON.stringify(dim)}; known: ${(allowed ?? [...DIMENSIONS, "prop:KEY"]).join(", ")}.`,
+      );
     }
     (byDim.get(dim) ?? byDim.set(dim, []).get(dim)!).push(value);
   }
@@ -46,8 +49,8 @@ export interface ScanOptions {
   endMs: number;
   debug: boolean;
   filters: Filter[];
-  /** Sessions allowed by entry/exit filters (computed by the caller), or null for all. */
-  sessions?: Set<number> | null;
+  /** Session ids allowed by entry/exit filters (computed by the caller), or null for all. */
+  onlySessions?: Set<number> | null;
 }
 
 /**
@@ -63,8 +66,8 @@ export function scan(chunks: Chunk[], o: ScanOptions, fn: (c: Chunk, i: number, 
 
 /**
  * Rows scanned between two yields of scanSteps: a compacted day holds millions of events,
- * and a callback per row costs 10-40 ns, so a whole chunk was one step of 13-23 ms in
- * bench/query.ts at 10 M events (breakdowns by users, the events list).
+ * and with a callback per row a whole chunk in one step holds the event loop too long
+ * (breakdowns by users, the events list).
  */
 export const STEP_ROWS = 1 << 16;
 
@@ -87,7 +90,7 @@ function planOf(c: Chunk, o: ScanOptions): Compiled | null {
 function scanRows(c: Chunk, o: ScanOptions, plan: Compiled, fn: (c: Chunk, i: number, x: number) => void, from: number, to: number): void {
   const { ctxOk, nameOk, pathOk, rowOk } = plan;
   const ts = c.ts;
-  const ctx = c.ctx;
+  const ctx = columnsOf(c).rowContext;
   const name = c.name;
   const path = c.pathname;
   // A chunk inside the window needs no time check; the name test goes first, as the
@@ -131,7 +134,7 @@ export function countByContext(c: Chunk, o: ScanOptions): Float64Array | null {
   const { ctxOk, nameOk, pathOk, rowOk } = plan;
   const counts = new Float64Array(c.nctx);
   const ts = c.ts;
-  const ctx = c.ctx;
+  const ctx = columnsOf(c).rowContext;
   const name = c.name;
   const path = c.pathname;
   const whole = c.minTs >= o.startMs && c.maxTs < o.endMs;
@@ -157,7 +160,7 @@ export function countByContext(c: Chunk, o: ScanOptions): Float64Array | null {
  * size of the contexts allocated. Null when the case does not apply (use countByContext).
  */
 export function countCodesWhole(c: Chunk, o: ScanOptions, codes: Codes, ncodes: number): Float64Array | null {
-  if (o.filters.length || o.sessions || c.n === 0 || c.minTs < o.startMs || c.maxTs >= o.endMs) return null;
+  if (o.filters.length || o.onlySessions || c.n === 0 || c.minTs < o.startMs || c.maxTs >= o.endMs) return null;
   const per = new Float64Array(ncodes);
   const debug = c.debug;
   const want = o.debug ? 1 : 0;
@@ -167,7 +170,7 @@ export function countCodesWhole(c: Chunk, o: ScanOptions, codes: Codes, ncodes: 
     for (let x = 0; x < c.nctx; x++) if (debug[x] === want) per[codes[x]!]! += start[x + 1]! - start[x]!;
     return per;
   }
-  const ctx = c.ctx;
+  const ctx = columnsOf(c).rowContext;
   for (let i = 0; i < c.n; i++) {
     const x = ctx[i]!;
     if (debug[x] === want) per[codes[x]!]!++;
@@ -184,8 +187,8 @@ export interface Compiled {
 
 const ENTRY_EXIT = new Set(["entry", "exit"]);
 
-function allowCodes(values: string[], dict: { find(s: string): number; size: number }): Uint8Array | null {
-  const ok = new Uint8Array(dict.size);
+function allowCodes(values: string[], dict: { find(s: string): number; values: readonly string[] }): Uint8Array | null {
+  const ok = new Uint8Array(dict.values.length);
   let any = false;
   for (const v of values) {
     const code = dict.find(v);
@@ -202,17 +205,19 @@ export function compile(c: Chunk, o: ScanOptions): Compiled | null {
   const ctxOk = new Uint8Array(c.nctx);
   const debug = o.debug ? 1 : 0;
   for (let x = 0; x < c.nctx; x++) ctxOk[x] = c.debug[x] === debug ? 1 : 0;
-  if (o.sessions) for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !o.sessions.has(c.session[x]!)) ctxOk[x] = 0;
+  const only = o.onlySessions;
+  if (only) for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !only.has(c.session[x]!)) ctxOk[x] = 0;
+  const columns = columnsOf(c);
   let nameOk: Uint8Array | null = null;
   let pathOk: Uint8Array | null = null;
   let rowOk: Uint8Array | null = null;
   for (const f of o.filters) {
     if (ENTRY_EXIT.has(f.dim)) continue;
     if (f.dim === "name") {
-      nameOk = allowCodes(f.values, c.dicts.name);
+      nameOk = allowCodes(f.values, columns.column("name"));
       if (!nameOk) return null;
     } else if (f.dim === "pathname") {
-      pathOk = allowCodes(f.values, c.dicts.pathname);
+      pathOk = allowCodes(f.values, columns.column("pathname"));
       if (!pathOk) return null;
     } else if (f.dim.startsWith(PROP_PREFIX)) {
       const key = f.dim.slice(PROP_PREFIX.length);
@@ -232,9 +237,10 @@ export function compile(c: Chunk, o: ScanOptions): Compiled | null {
     } else {
       const dim = f.dim as CtxDim;
       if (!(CTX_DIMS as readonly string[]).includes(dim)) continue;
-      const ok = allowCodes(f.values, c.dicts[dim]);
+      const column = columns.column(dim);
+      const ok = allowCodes(f.values, column);
       if (!ok) return null;
-      const codes = c.dims[dim];
+      const codes = column.codes;
       for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !ok[codes[x]!]) ctxOk[x] = 0;
     }
   }
@@ -257,21 +263,13 @@ export function overlapsAnother(c: Chunk, all: Chunk[], unitMs: number, originMs
   return false;
 }
 
-/** The string value of a dimension for a row (for grouping; not on hot paths of counts). */
-export function valueOf(c: Chunk, dim: string, i: number, x: number): string | null {
-  if (dim === "name") return c.dicts.name.values[c.name[i]!]!;
-  if (dim === "pathname") return c.dicts.pathname.values[c.pathname[i]!]!;
-  if ((CTX_DIMS as readonly string[]).includes(dim)) return c.dicts[dim as CtxDim].values[c.dims[dim as CtxDim][x]!]!;
-  return null;
-}
-
 /** A code reader for a dimension held per event or per context: (i, x) -> code, plus its dictionary. */
 export function codeReader(c: Chunk, dim: string): CodeReader | null {
-  if (dim === "name") return { code: (i) => c.name[i]!, values: c.dicts.name.values };
-  if (dim === "pathname") return { code: (i) => c.pathname[i]!, values: c.dicts.pathname.values };
+  if (dim === "name") return { code: (i) => c.name[i]!, values: columnsOf(c).column("name").values };
+  if (dim === "pathname") return { code: (i) => c.pathname[i]!, values: columnsOf(c).column("pathname").values };
   if ((CTX_DIMS as readonly string[]).includes(dim)) {
-    const a = c.dims[dim as CtxDim];
-    return { code: (_i, x) => a[x]!, values: c.dicts[dim as CtxDim].values, perContext: a };
+    const { codes, values } = columnsOf(c).column(dim as CtxDim);
+    return { code: (_i, x) => codes[x]!, values, perContext: codes };
   }
   return null;
 }
@@ -280,7 +278,7 @@ export function codeReader(c: Chunk, dim: string): CodeReader | null {
 export interface CodeReader {
   code: (i: number, x: number) => number;
   values: string[];
-  perContext?: ArrayLike<number>;
+  perContext?: Codes;
 }
 
 /** Per-row values of a property key (text or number as text), or undefined where absent. */

@@ -5,7 +5,7 @@
 // hour, or partly in the head) are gathered and sorted. Sessions are met bucket by bucket
 // of session ids, so the index that finds a session's other stretches stays in cache.
 
-import { derive, type Chunk } from "../store/chunk.ts";
+import { columnsOf, derive, type Chunk, type Codes } from "../store/chunk.ts";
 import { sessionTimeOrder } from "../store/order.ts";
 import { compile, type Compiled, type ScanOptions } from "./scan.ts";
 import type { Work } from "./work.ts";
@@ -22,6 +22,8 @@ export interface SessionRows {
 /** One chunk's sessions as stretches of `order` (positions of rows, in session then time order). */
 interface Part {
   c: Chunk;
+  /** The chunk's rowContext (ColumnSource), taken once: `take` runs once a session. */
+  rowContext: Codes;
   plan: Compiled;
   whole: boolean;
   /** Rows by session then time (null: the chunk's own order already is). */
@@ -66,7 +68,7 @@ export function* walkSessions(
   }
   if (!total) return;
   const cs = parts.map((p) => p.c);
-  if (prepare) cs.forEach((c, ci) => prepare(ci, c));
+  if (prepare) for (let ci = 0; ci < cs.length; ci++) prepare(ci, cs[ci]!);
   // Buffers for one session's rows; grown when a session spans chunks.
   let out: SessionRows = { n: 0, chunk: new Int32Array(Math.max(16, maxRows)), row: new Int32Array(Math.max(16, maxRows)), id: 0 };
   const buckets = Math.max(1, Math.ceil(total / BUCKET));
@@ -130,7 +132,8 @@ export function* walkSessions(
       take(p0, firstPart[k]!, firstRange[k]!, o, out);
       if (more[k]! >= 0) {
         let size = p0.to[firstRange[k]!]! - p0.from[firstRange[k]!]!;
-        for (let t = more[k]!; t >= 0; t = extraNext[t]!) size += parts[extraPart[t]!]!.to[extraRange[t]!]! - parts[extraPart[t]!]!.from[extraRange[t]!]!;
+        for (let t = more[k]!; t >= 0; t = extraNext[t]!)
+          size += parts[extraPart[t]!]!.to[extraRange[t]!]! - parts[extraPart[t]!]!.from[extraRange[t]!]!;
         if (size > out.chunk.length) {
           const bigger: SessionRows = { n: out.n, chunk: new Int32Array(size), row: new Int32Array(size), id: out.id };
           bigger.chunk.set(out.chunk.subarray(0, out.n));
@@ -158,10 +161,9 @@ function longestRange(p: Part): number {
 
 /** Appends the passing rows of one stretch (already in time order) to `out`. */
 function take(p: Part, pi: number, r: number, o: ScanOptions, out: SessionRows) {
-  const { c, plan, whole, order } = p;
+  const { c, plan, whole, order, rowContext: ctx } = p;
   const { ctxOk, nameOk, pathOk, rowOk } = plan;
   const ts = c.ts;
-  const ctx = c.ctx;
   const name = c.name;
   const path = c.pathname;
   const to = p.to[r]!;
@@ -196,14 +198,20 @@ function inTimeOrder(s: SessionRows, cs: Chunk[]) {
 /** A chunk's sessions as stretches: runs of contexts in a partition, sorted rows in the head. */
 function stretches(c: Chunk, plan: Compiled, o: ScanOptions): Part {
   const whole = c.minTs >= o.startMs && c.maxTs < o.endMs;
+  const ctx = columnsOf(c).rowContext;
   if (c.sortedBySession && c.ctxStart) {
     // Without filters the stretches depend on the partition and the debug flag only: kept
     // with it (24 bytes a session), as the sessions walk keeps its folds.
     const r =
-      o.filters.length === 0 && !o.sessions
-        ? derive(c, o.debug ? "walk.stretches.debug" : "walk.stretches", () => runsOf(c, plan.ctxOk), (v) => 24 * v.n + 64)
+      o.filters.length === 0 && !o.onlySessions
+        ? derive(
+            c,
+            o.debug ? "walk.stretches.debug" : "walk.stretches",
+            () => runsOf(c, plan.ctxOk),
+            (v) => 24 * v.n + 64,
+          )
         : runsOf(c, plan.ctxOk);
-    return { c, plan, whole, order: null, ids: r.ids, from: r.from, to: r.to, nranges: r.n, pos: 0 };
+    return { c, rowContext: ctx, plan, whole, order: null, ids: r.ids, from: r.from, to: r.to, nranges: r.n, pos: 0 };
   }
   // The head: rows of passing contexts, by session, then time, then row, as a partition is
   // written (no comparator sort over every row of a head of a million events).
@@ -212,12 +220,11 @@ function stretches(c: Chunk, plan: Compiled, o: ScanOptions): Part {
   const from: number[] = [];
   const to: number[] = [];
   const taken: number[] = [];
-  for (let i = 0; i < c.n; i++) if (plan.ctxOk[c.ctx[i]!]) taken.push(i);
+  for (let i = 0; i < c.n; i++) if (plan.ctxOk[ctx[i]!]) taken.push(i);
   const rowsTaken = Uint32Array.from(taken);
   const pos = sessionTimeOrder([{ chunk: c, rows: rowsTaken }]).order;
   const rows = new Uint32Array(pos.length);
   for (let k = 0; k < pos.length; k++) rows[k] = rowsTaken[pos[k]!]!;
-  const ctx = c.ctx;
   for (let q = 0; q < rows.length; ) {
     const id = session[ctx[rows[q]!]!]!;
     let e = q + 1;
@@ -227,7 +234,18 @@ function stretches(c: Chunk, plan: Compiled, o: ScanOptions): Part {
     to.push(e);
     q = e;
   }
-  return { c, plan, whole, order: rows, ids: Float64Array.from(ids), from: Uint32Array.from(from), to: Uint32Array.from(to), nranges: ids.length, pos: 0 };
+  return {
+    c,
+    rowContext: ctx,
+    plan,
+    whole,
+    order: rows,
+    ids: Float64Array.from(ids),
+    from: Uint32Array.from(from),
+    to: Uint32Array.from(to),
+    nranges: ids.length,
+    pos: 0,
+  };
 }
 
 /** A sorted partition's sessions with a passing context, as ranges of rows. */

@@ -2,11 +2,10 @@
 // 7 days including today; `to` before `from`, or more than 366 days, is refused.
 
 import { invalid } from "../model/errors.ts";
-import { utcDay } from "../util/hash.ts";
+import { DAY_MS, utcDay } from "../util/time.ts";
 
 export const DEFAULT_DAYS = 7;
 export const MAX_DAYS = 366;
-const DAY_MS = 86_400_000;
 
 export interface Window {
   from: string;

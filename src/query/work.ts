@@ -1,7 +1,7 @@
 // A stats query as steps: operators are generators that yield between chunks (and between
 // buckets of the session walks), so the runner can hand the event loop back to ingest
 // between steps instead of holding it for a whole query (a dashboard's filtered overview of
-// tens of millions of events held every request for 100-270 ms under the ingest bench).
+// tens of millions of events would hold every request waiting meanwhile).
 
 /** An operator's work: yields between steps, returns its answer. */
 export type Work<T> = Generator<void, T, void>;

@@ -40,9 +40,7 @@ export class Scheduler {
       spec,
       checkedTo: this.now(),
       running: false,
-      cron: new Cron(spec.pattern, { timezone: "UTC", protect: true, paused: !this.auto }, () =>
-        this.runOnce(entry),
-      ),
+      cron: new Cron(spec.pattern, { timezone: "UTC", protect: true, paused: !this.auto }, () => this.runOnce(entry)),
     };
     this.entries.set(spec.name, entry);
   }

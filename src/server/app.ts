@@ -64,7 +64,12 @@ function base(svc: Services) {
   // {"pasued": true} must be a 400, not a silent no-op. Views are built field by field.
   const app = new Elysia({ normalize: false })
     .use(requestLog(svc.log))
-    .use(errorPlugin(svc.log, methodLookup(() => routes())))
+    .use(
+      errorPlugin(
+        svc.log,
+        methodLookup(() => routes()),
+      ),
+    )
     // Before validation (transform runs after parsing, before the schema checks): Elysia's
     // validation error renders the rejected value, pretty-printed (quadratic in its depth:
     // seconds of CPU and hundreds of MB for 20,000 nested arrays) and through Array#toString
@@ -82,20 +87,22 @@ export function buildApi(svc: Services) {
   const { app, routes } = base(svc);
   const ingestDoc = ingestApp(svc);
   const auth = authPlugin(svc, routeAccessTable(routes));
-  return app
-    .use(openapiDoc(svc, VERSION))
-    .use(healthRoutes())
-    .use(readyRoutes(svc))
-    .use(metricsRoutes(svc))
-    .use(pageRoutes(svc))
-    .use(signInRoutes(svc, auth))
-    .use(orgRoutes(svc, auth))
-    .use(appRoutes(svc, auth))
-    .use(statsRoutes(svc, auth))
-    .use(billingRoutes(svc, auth))
-    .use(ingestRoutes(svc))
-    // The ingest document comes from a standalone ingest app (one OpenAPI plugin per app).
-    .get("/openapi.json", () => ingestDoc.handle(new Request("http://localhost/openapi.json")), { detail: { hide: true } });
+  return (
+    app
+      .use(openapiDoc(svc, VERSION))
+      .use(healthRoutes())
+      .use(readyRoutes(svc))
+      .use(metricsRoutes(svc))
+      .use(pageRoutes(svc))
+      .use(signInRoutes(svc, auth))
+      .use(orgRoutes(svc, auth))
+      .use(appRoutes(svc, auth))
+      .use(statsRoutes(svc, auth))
+      .use(billingRoutes(svc, auth))
+      .use(ingestRoutes(svc))
+      // The ingest document comes from a standalone ingest app (one OpenAPI plugin per app).
+      .get("/openapi.json", () => ingestDoc.handle(new Request("http://localhost/openapi.json")), { detail: { hide: true } })
+  );
 }
 
 export function buildIngest(svc: Services) {

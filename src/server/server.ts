@@ -26,6 +26,8 @@ import { SecretGuard } from "../http/guard.ts";
 import { ConfigError } from "../infra/config.ts";
 import { loadPlans } from "../domain/plans.ts";
 import { checkApart, scheduledBackup } from "../durability/backup.ts";
+import { EmbeddedStatsEngine } from "../query/embedded-engine.ts";
+import type { EventStore } from "../store/store.ts";
 
 import { join } from "node:path";
 
@@ -34,7 +36,8 @@ export interface RunningServer {
   url: string;
   /** Base URL of the ingest-only listener, or the main one when none is configured. */
   ingestUrl: string;
-  services: Services;
+  /** The routes' services, with the event store for tests and tools (the routes reach it only through `stats` and `storage`). */
+  services: Services & { store: EventStore };
   /**
    * Stops at once without the final checkpoint, leaving the data directory as a crash
    * would (what was acknowledged is in the write-ahead log). For crash tests.
@@ -65,7 +68,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (badSchedule.length) throw new ConfigError(`SEXTANT_JOB_SCHEDULE: ${badSchedule.join("; ")}`);
   if (config.backupDir) checkApart(config.dataDir, config.backupDir, "SEXTANT_BACKUP_DIR");
   if (config.stripeSecretKey && !config.stripeWebhookSecret) {
-    throw new ConfigError("SEXTANT_STRIPE_WEBHOOK_SECRET must be set with SEXTANT_STRIPE_SECRET_KEY: without webhooks no payment would change a plan");
+    throw new ConfigError(
+      "SEXTANT_STRIPE_WEBHOOK_SECRET must be set with SEXTANT_STRIPE_SECRET_KEY: without webhooks no payment would change a plan",
+    );
   }
   for (const id of Object.keys(config.stripePrices)) {
     if (!plans.some((p) => p.id === id)) throw new ConfigError(`SEXTANT_STRIPE_PRICE_${id.toUpperCase()}: there is no plan "${id}"`);
@@ -117,7 +122,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // Bind first: with port 0 the public URL can only name the real port afterwards, and
   // everything built below (mail links, the same-origin check) must see the final value.
   // No request is handled before the apps exist: this all runs in one synchronous turn.
-  let handleMain: (req: Request) => Response | Promise<Response> = () => new Response(null, { status: 503, headers: { "retry-after": "1" } });
+  let handleMain: (req: Request) => Response | Promise<Response> = () =>
+    new Response(null, { status: 503, headers: { "retry-after": "1" } });
   let handleIngest: (req: Request) => Response | Promise<Response> = handleMain;
   const main = listen((req, server) => {
     rememberAddress(req, server.requestIP(req)?.address);
@@ -144,7 +150,31 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     exporting ??= runExportJobs(exportDeps).finally(() => (exporting = null));
   };
   const guard = new SecretGuard(config, now);
-  const services: Services = { config, db, log, now, mailer, signIn, cookieSecret, scheduler, ingest, store, plans, billing, guard, kickExports, metrics: storage.metrics };
+  const stats = new EmbeddedStatsEngine({
+    store,
+    now,
+    budgetMs: config.queryBudgetMs,
+    maxWaiting: config.queryQueue,
+    metrics: storage.metrics,
+  });
+  const services: Services = {
+    config,
+    db,
+    log,
+    now,
+    mailer,
+    signIn,
+    cookieSecret,
+    scheduler,
+    ingest,
+    stats,
+    storage: stats,
+    plans,
+    billing,
+    guard,
+    kickExports,
+    metrics: storage.metrics,
+  };
   store.onFull = () => {
     // Outside the append: the checkpoint waits for in-flight writes first.
     setTimeout(() => void storage.checkpoint().catch(() => {}), 0);
@@ -213,7 +243,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     })();
     await stopping;
   };
-  return { url, ingestUrl, services, routes, stop, abort };
+  return { url, ingestUrl, services: { ...services, store }, routes, stop, abort };
 }
 
 function displayHost(host: string): string {

@@ -16,6 +16,7 @@
 
 import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { DAY_MS, HOUR_MS } from "../util/time.ts";
 
 export interface Partition {
   app: number;
@@ -46,10 +47,19 @@ export function parseName(app: number, date: string, dir: string, name: string):
   if (m) {
     const hour = Number(m[1]);
     if (hour > 23) return null;
-    return { app, date, hour, tag: Number(m[2]), file: join(dir, name), bytes: 0, startMs: day + hour * 3_600_000, endMs: day + (hour + 1) * 3_600_000 };
+    return {
+      app,
+      date,
+      hour,
+      tag: Number(m[2]),
+      file: join(dir, name),
+      bytes: 0,
+      startMs: day + hour * HOUR_MS,
+      endMs: day + (hour + 1) * HOUR_MS,
+    };
   }
   m = DAY_RE.exec(name);
-  if (m) return { app, date, hour: null, tag: Number(m[1]), file: join(dir, name), bytes: 0, startMs: day, endMs: day + 86_400_000 };
+  if (m) return { app, date, hour: null, tag: Number(m[1]), file: join(dir, name), bytes: 0, startMs: day, endMs: day + DAY_MS };
   return null;
 }
 
@@ -160,7 +170,12 @@ export class Catalog {
 
   /** Whether a partition is still in the catalog (not superseded by a compaction). */
   has(p: Partition): boolean {
-    return this.byApp.get(p.app)?.get(p.date)?.some((x) => x.file === p.file) ?? false;
+    return (
+      this.byApp
+        .get(p.app)
+        ?.get(p.date)
+        ?.some((x) => x.file === p.file) ?? false
+    );
   }
 
   all(): Partition[] {

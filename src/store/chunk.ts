@@ -121,6 +121,53 @@ export interface Chunk {
   derivedBytes?: number;
 }
 
+/** The string columns of a chunk by name: the event's name and every string dimension. */
+export type ColumnName = "name" | StringDim;
+
+/**
+ * A string column as queries read it: its codes and the text of each code (code 0 is "").
+ * name and pathname hold a code per row; the other dimensions one per context, read at the
+ * row's context (ColumnSource.rowContext).
+ */
+export interface StringColumn {
+  readonly perContext: boolean;
+  readonly codes: Codes;
+  readonly values: string[];
+  /** The code of a text, or -1 when this chunk never holds it. */
+  find(text: string): number;
+}
+
+/**
+ * What queries read of a chunk past its plain arrays (ts, session, visitor, debug): each
+ * row's context and the string columns, by name. The context table and the dictionaries
+ * behind them (ctx, dims, dicts) are the store's layout, free to change under the
+ * operators. It hands out the typed arrays themselves, to be taken once per chunk and
+ * indexed in the row loops: never a call per row.
+ */
+export interface ColumnSource {
+  /** Each row's context: its index into session, visitor, debug and the per-context columns. */
+  readonly rowContext: Codes;
+  column(name: ColumnName): StringColumn;
+}
+
+class ChunkColumns implements ColumnSource {
+  constructor(private readonly c: Chunk) {}
+
+  get rowContext(): Codes {
+    return this.c.ctx;
+  }
+
+  column(name: ColumnName): StringColumn {
+    const c = this.c;
+    const dict = c.dicts[name];
+    const codes = name === "name" || name === "pathname" ? c[name] : c.dims[name];
+    return { perContext: name !== "name" && name !== "pathname", codes, values: dict.values, find: (text) => dict.find(text) };
+  }
+}
+
+/** The chunk's columns as queries read them (ColumnSource). */
+export const columnsOf = (c: Chunk): ColumnSource => new ChunkColumns(c);
+
 /**
  * A structure derived from a chunk, built once and kept with it (partitions only: a head
  * changes with every append, so its structures are built afresh every time).
@@ -166,10 +213,8 @@ function newDicts(): Chunk["dicts"] {
 
 /**
  * A dims object's context values in CTX_DIMS order, into `out`. Read by name: a read by a
- * changing property name (dims[CTX_DIMS[k]]) is the engine's slow path, and it cost web
- * events about a sixth of their append (690 against 570 ns an event in a micro-benchmark
- * of web-like events, one new context per visit). tests/store/chunk.test.ts checks the
- * order against CTX_DIMS.
+ * changing property name (dims[CTX_DIMS[k]]) is the engine's slow path, a noticeable share
+ * of a web event's append. tests/store/chunk.test.ts checks the order against CTX_DIMS.
  */
 export function ctxValues(d: StoredEvent["dims"], out: string[]): string[] {
   out[0] = d.country;
@@ -225,7 +270,10 @@ export class HeadChunk implements Chunk {
   private dimList: Uint32Array[];
   private dictList = CTX_DIMS.map((d) => this.dicts[d]);
   /** Property arrays of the head this one took its arrays from, by key, taken as keys come. */
-  private spare: { sp: Map<string, { rows: Uint32Array; codes: Uint32Array }>; np: Map<string, { rows: Uint32Array; vals: Float64Array }> } | null = null;
+  private spare: {
+    sp: Map<string, { rows: Uint32Array; codes: Uint32Array }>;
+    np: Map<string, { rows: Uint32Array; vals: Float64Array }>;
+  } | null = null;
   /** The context values of the event being appended, in CTX_DIMS order (ctxValues). */
   private vals: string[] = CTX_DIMS.map(() => "");
 
@@ -316,7 +364,13 @@ export class HeadChunk implements Chunk {
   private contextOf(e: StoredEvent): number {
     // Events of one batch share their dims object: the common case costs a comparison.
     const last = this.lastCtx;
-    if (last >= 0 && e.dims === this.lastDims && this.session[last] === e.session && this.visitor[last] === e.visitor && this.debug[last] === (e.debug ? 1 : 0)) {
+    if (
+      last >= 0 &&
+      e.dims === this.lastDims &&
+      this.session[last] === e.session &&
+      this.visitor[last] === e.visitor &&
+      this.debug[last] === (e.debug ? 1 : 0)
+    ) {
       return last;
     }
     const vals = ctxValues(e.dims, this.vals);
@@ -411,7 +465,9 @@ export class HeadChunk implements Chunk {
       debug: this.debug.slice(0, x),
       dims: Object.fromEntries(CTX_DIMS.map((d) => [d, this.dims[d].slice(0, x)])) as Chunk["dims"],
       dicts: Object.fromEntries(Object.entries(this.dicts).map(([k, d]) => [k, dict(d)])) as Chunk["dicts"],
-      sp: new Map([...this.sp].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), codes: p.codes.slice(0, p.n), dict: dict(p.dict) }])),
+      sp: new Map(
+        [...this.sp].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), codes: p.codes.slice(0, p.n), dict: dict(p.dict) }]),
+      ),
       np: new Map([...this.np].map(([k, p]) => [k, { n: p.n, rows: p.rows.slice(0, p.n), vals: p.vals.slice(0, p.n) }])),
       minTs: this.minTs,
       maxTs: this.maxTs,
@@ -439,7 +495,14 @@ const pairKey = (session: number, visitor: number) => session - visitor;
 
 /** Bytes a chunk holds: every array's length in bytes, plus its dictionaries' strings. */
 export function chunkBytes(c: Chunk): number {
-  let b = c.ts.byteLength + c.name.byteLength + c.pathname.byteLength + c.ctx.byteLength + c.session.byteLength + c.visitor.byteLength + c.debug.byteLength;
+  let b =
+    c.ts.byteLength +
+    c.name.byteLength +
+    c.pathname.byteLength +
+    c.ctx.byteLength +
+    c.session.byteLength +
+    c.visitor.byteLength +
+    c.debug.byteLength;
   if (c.ctxStart) b += c.ctxStart.byteLength;
   for (const d of CTX_DIMS) b += c.dims[d].byteLength;
   for (const d of Object.values(c.dicts)) b += d.bytes();
@@ -451,9 +514,12 @@ export function chunkBytes(c: Chunk): number {
 /** Rebuilds events as objects: for exports, tests and the reference, never for queries. */
 export function* eventsOf(c: Chunk): Generator<StoredEvent> {
   const spByRow = new Map<number, Record<string, string>>();
-  for (const [k, p] of c.sp) for (let j = 0; j < p.n; j++) (spByRow.get(p.rows[j]!) ?? spByRow.set(p.rows[j]!, {}).get(p.rows[j]!)!)[k] = p.dict.values[p.codes[j]!]!;
+  for (const [k, p] of c.sp)
+    for (let j = 0; j < p.n; j++)
+      (spByRow.get(p.rows[j]!) ?? spByRow.set(p.rows[j]!, {}).get(p.rows[j]!)!)[k] = p.dict.values[p.codes[j]!]!;
   const npByRow = new Map<number, Record<string, number>>();
-  for (const [k, p] of c.np) for (let j = 0; j < p.n; j++) (npByRow.get(p.rows[j]!) ?? npByRow.set(p.rows[j]!, {}).get(p.rows[j]!)!)[k] = p.vals[j]!;
+  for (const [k, p] of c.np)
+    for (let j = 0; j < p.n; j++) (npByRow.get(p.rows[j]!) ?? npByRow.set(p.rows[j]!, {}).get(p.rows[j]!)!)[k] = p.vals[j]!;
   for (let i = 0; i < c.n; i++) {
     const x = c.ctx[i]!;
     const dims = {} as StoredEvent["dims"];

@@ -14,7 +14,7 @@
 // descriptions the parts answered with. CSV: a header line, then the rows.
 
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
-import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
+import { ByteWriter } from "hyparquet-writer";
 import { CTX_DIMS, Dict, type Chunk } from "./chunk.ts";
 import { STRING_DIMS } from "../model/event.ts";
 import { readPartition } from "./parquet.ts";
@@ -86,7 +86,13 @@ export function startExport(tmp: string, format: ExportFormat): void {
 }
 
 /** Appends one part (a partition file to decode, or a chunk) to the file. */
-export function exportPart(tmp: string, format: ExportFormat, part: { file: string } | { chunk: Chunk }, fromMs: number, toMs: number): PartDone {
+export function exportPart(
+  tmp: string,
+  format: ExportFormat,
+  part: { file: string } | { chunk: Chunk },
+  fromMs: number,
+  toMs: number,
+): PartDone {
   const c = "file" in part ? readPartition(new Uint8Array(readFileSync(part.file))).chunk : part.chunk;
   const rows = rowsIn(c, fromMs, toMs);
   if (rows.length === 0) return { rows: 0 };
@@ -178,7 +184,9 @@ function parquetColumns(c: Chunk, rows: Uint32Array): ColumnValues[] {
     { kind: "codes", name: "name", codes: name, values: c.dicts.name.values },
     { kind: "codes", name: "session", codes: session, values: sessions.values },
     { kind: "bool", name: "debug", vals: debug },
-    ...STRING_DIMS.map((d): ColumnValues => ({ kind: "codes", name: d, codes: d === "pathname" ? pathname : dims[d]!, values: c.dicts[d].values })),
+    ...STRING_DIMS.map(
+      (d): ColumnValues => ({ kind: "codes", name: d, codes: d === "pathname" ? pathname : dims[d]!, values: c.dicts[d].values }),
+    ),
     { kind: "codes", name: "properties", codes: props, values: propsDict.values, present: propsPresent },
   ];
 }

@@ -13,7 +13,8 @@ import { dateDir, partitionName, type Partition } from "./catalog.ts";
 import { CTX_DIMS, Dict, type Chunk, type NumberProp, type StringProp } from "./chunk.ts";
 import { FRESH, type Scratch } from "./scratch.ts";
 import { FLUSH_ZSTD_LEVEL, readPartition, writePartition, type RowSource } from "./parquet.ts";
-import { dayOf, dayText, DAY_MS } from "./rollups.ts";
+import { dayOf, dayText } from "./rollups.ts";
+import { DAY_MS, HOUR_MS } from "../util/time.ts";
 import { writeAtomic } from "./atomic.ts";
 import { abandonExport, exportPart, finishExport, startExport, type ExportFormat, type PartDone } from "./export-rows.ts";
 import type { RowGroupMeta } from "./parquet-columns.ts";
@@ -60,7 +61,7 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number, scratch
       // One hour (the common case: heads flush by size): each property column as it is,
       // a view of the head's own arrays (writePartition only reads them).
       // Otherwise plain loops: TypedArray.from with a mapping function calls it through
-      // the iterator protocol, and cost a fifth of a flush of a million events.
+      // the iterator protocol, far slower.
       const oneHour = byHour.size === 1 ? [...byHour.keys()][0]! : null;
       for (const [key, p] of h.sp) {
         if (oneHour !== null) {
@@ -82,15 +83,29 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number, scratch
         }
       }
       for (const [hour, rows] of byHour) {
-        const start = hour * 3_600_000;
+        const start = hour * HOUR_MS;
         const date = dayText(dayOf(start));
         const hh = new Date(start).getUTCHours();
         const file = join(dateDir(dir, h.app, date), partitionName(hh, tag));
-        const { bytes, chunk } = writePartition([{ chunk: h, rows, props: props.get(hour) ?? { sp: new Map(), np: new Map() } }], { app: h.app, tag }, { decoded: true, level: FLUSH_ZSTD_LEVEL, scratch });
+        const { bytes, chunk } = writePartition(
+          [{ chunk: h, rows, props: props.get(hour) ?? { sp: new Map(), np: new Map() } }],
+          { app: h.app, tag },
+          { decoded: true, level: FLUSH_ZSTD_LEVEL, scratch },
+        );
         // Tags are unique per checkpoint: an existing file would mean overwriting events.
         if (existsSync(file)) throw new Error(`partition ${file} exists already`);
         writeAtomic(file, bytes);
-        written.push({ app: h.app, date, hour: hh, tag, file, bytes: bytes.length, startMs: start, endMs: start + 3_600_000, decoded: chunk });
+        written.push({
+          app: h.app,
+          date,
+          hour: hh,
+          tag,
+          file,
+          bytes: bytes.length,
+          startMs: start,
+          endMs: start + HOUR_MS,
+          decoded: chunk,
+        });
       }
     }
   } catch (e) {
@@ -106,9 +121,9 @@ export function writeHeadFiles(dir: string, heads: Chunk[], tag: number, scratch
  */
 function rowsByHour(h: Chunk, hourOf: Float64Array, scratch: Scratch): Map<number, Uint32Array> {
   let single = true;
-  const first = h.n ? Math.floor(h.ts[0]! / 3_600_000) : 0;
+  const first = h.n ? Math.floor(h.ts[0]! / HOUR_MS) : 0;
   for (let i = 0; i < h.n; i++) {
-    const hour = Math.floor(h.ts[i]! / 3_600_000);
+    const hour = Math.floor(h.ts[i]! / HOUR_MS);
     hourOf[i] = hour;
     if (hour !== first) single = false;
   }
@@ -173,11 +188,24 @@ export function packChunk(c: Chunk, owned = false) {
   // the flush is done). Other arrays are copied, unless the caller gives the chunk away
   // (`owned`: a partition just decoded, whose arrays nothing else reads) and an array
   // fills its buffer exactly.
-  const cut = <T extends { length: number; buffer: ArrayBufferLike; byteOffset: number; byteLength: number; slice(a: number, b: number): T; subarray(a: number, b: number): T }>(
+  const cut = <
+    T extends {
+      length: number;
+      buffer: ArrayBufferLike;
+      byteOffset: number;
+      byteLength: number;
+      slice(a: number, b: number): T;
+      subarray(a: number, b: number): T;
+    },
+  >(
     a: T,
     n: number,
   ): T =>
-    a.buffer instanceof SharedArrayBuffer ? a.subarray(0, n) : owned && a.length === n && a.byteOffset === 0 && a.byteLength === a.buffer.byteLength ? a : a.slice(0, n);
+    a.buffer instanceof SharedArrayBuffer
+      ? a.subarray(0, n)
+      : owned && a.length === n && a.byteOffset === 0 && a.byteLength === a.buffer.byteLength
+        ? a
+        : a.slice(0, n);
   return {
     app: c.app,
     n: c.n,
@@ -191,7 +219,13 @@ export function packChunk(c: Chunk, owned = false) {
     debug: cut(c.debug, c.nctx),
     dims: Object.fromEntries(CTX_DIMS.map((d) => [d, cut(c.dims[d], c.nctx)])),
     dicts: Object.fromEntries(Object.entries(c.dicts).map(([k, d]) => [k, d.values])),
-    sp: [...c.sp].map(([k, p]) => [k, { n: p.n, rows: cut(p.rows, p.n), codes: cut(p.codes, p.n), dict: p.dict.values }] as [string, { n: number; rows: Uint32Array; codes: Chunk["name"]; dict: string[] }]),
+    sp: [...c.sp].map(
+      ([k, p]) =>
+        [k, { n: p.n, rows: cut(p.rows, p.n), codes: cut(p.codes, p.n), dict: p.dict.values }] as [
+          string,
+          { n: number; rows: Uint32Array; codes: Chunk["name"]; dict: string[] },
+        ],
+    ),
     np: [...c.np].map(([k, p]) => [k, { n: p.n, rows: cut(p.rows, p.n), vals: cut(p.vals, p.n) }] as [string, NumberProp]),
     minTs: c.minTs,
     maxTs: c.maxTs,
@@ -221,7 +255,17 @@ export function packOwned(c: Chunk): { value: PackedChunk; transfer: ArrayBuffer
 }
 
 function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {
-  const out = [p.ts, p.name, p.pathname, p.ctx, p.session, p.visitor, p.debug, ...Object.values(p.dims), ...(p.ctxStart ? [p.ctxStart] : [])].map((a) => a.buffer as ArrayBuffer);
+  const out = [
+    p.ts,
+    p.name,
+    p.pathname,
+    p.ctx,
+    p.session,
+    p.visitor,
+    p.debug,
+    ...Object.values(p.dims),
+    ...(p.ctxStart ? [p.ctxStart] : []),
+  ].map((a) => a.buffer as ArrayBuffer);
   for (const [, v] of p.sp) out.push(v.rows.buffer as ArrayBuffer, v.codes.buffer as ArrayBuffer);
   for (const [, v] of p.np) out.push(v.rows.buffer as ArrayBuffer, v.vals.buffer as ArrayBuffer);
   // Shared memory is posted as it is (it cannot be handed over, and needs not be).
@@ -308,8 +352,7 @@ function connect(log: Logger, role: string, fallback: string, onScratch?: (bytes
  *
  * Decodes for queries go to a second thread of their own, started at the first one, at the
  * server's priority: behind the writer they waited for whole flushes, and at the writer's
- * lower priority a dashboard under saturating ingest got 1-32 answers a second instead of
- * 67 (bench/RESULTS.md, fifteenth session).
+ * lower priority a dashboard under saturating ingest got only a fraction of its answers.
  */
 export function startFileWorker(log: Logger, scratchBytes = 0, nice = 0): PartitionFiles {
   let scratchHeld = 0;
@@ -333,9 +376,12 @@ export function startFileWorker(log: Logger, scratchBytes = 0, nice = 0): Partit
       // packChunk posts views of the heads' shared arrays (queries go on reading them
       // meanwhile); anything it copies is handed over, not copied a second time.
       const packed = heads.map((h) => packChunk(h));
-      return writer.call<(Partition & { decoded?: PackedChunk })[]>({ kind: "flush", dir, tag, heads: packed, scratchBytes }, packed.flatMap(buffersOf)).then((ws) =>
-        ws.map(({ decoded, ...p }) => (decoded ? { ...p, decoded: unpackChunk(decoded) } : p)),
-      );
+      return writer
+        .call<(Partition & { decoded?: PackedChunk })[]>(
+          { kind: "flush", dir, tag, heads: packed, scratchBytes },
+          packed.flatMap(buffersOf),
+        )
+        .then((ws) => ws.map(({ decoded, ...p }) => (decoded ? { ...p, decoded: unpackChunk(decoded) } : p)));
     },
     compact: (dir, app, date, parts, crashAt) => writer.call<Partition | null>({ kind: "compact", dir, app, date, parts, crashAt }),
     decode: (file) => {
@@ -368,7 +414,8 @@ export type ExportStep =
 /** Runs one export step (in the export's thread, or inline without one). */
 export function exportStep(m: ExportStep): PartDone | { bytes: number } | null {
   if (m.step === "start") return (startExport(m.tmp, m.format), null);
-  if (m.step === "part") return exportPart(m.tmp, m.format, m.file !== undefined ? { file: m.file } : { chunk: unpackChunk(m.chunk!) }, m.fromMs, m.toMs);
+  if (m.step === "part")
+    return exportPart(m.tmp, m.format, m.file !== undefined ? { file: m.file } : { chunk: unpackChunk(m.chunk!) }, m.fromMs, m.toMs);
   if (m.step === "finish") return finishExport(m.tmp, m.file, m.format, m.groups);
   return (abandonExport(m.tmp), null);
 }

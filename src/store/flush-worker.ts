@@ -31,7 +31,15 @@ function letGo() {
 self.onmessage = (e: MessageEvent) => {
   const m = e.data as
     | { kind: "flush"; id: number; dir: string; tag: number; heads: ReturnType<typeof packChunk>[]; scratchBytes: number }
-    | { kind: "compact"; id: number; dir: string; app: number; date: string; parts: Partition[]; crashAt?: "before-rename" | "after-rename" }
+    | {
+        kind: "compact";
+        id: number;
+        dir: string;
+        app: number;
+        date: string;
+        parts: Partition[];
+        crashAt?: "before-rename" | "after-rename";
+      }
     | { kind: "decode"; id: number; file: string }
     | { kind: "release"; id: 0 }
     | { kind: "nice"; id: number; steps: number }
@@ -40,10 +48,9 @@ self.onmessage = (e: MessageEvent) => {
     if (m.kind === "nice") {
       // A flush is a burst of hundreds of ms of CPU on the core that answers ingest. At an
       // equal priority the kernel splits that core in half while it lasts, and the answers
-      // that fall in it took twice as long: they made the p99 of saturating batches
-      // (bench/RESULTS.md). Lower, the writer takes what the event loop leaves, and about a
-      // quarter of the core (at 5 steps) when both want it; a flush still takes well under
-      // the time between two.
+      // that fall in it are slowed: they made the p99 of saturating batches. Lower, the
+      // writer takes what the event loop leaves, and a smaller share of the core when both
+      // want it; a flush still takes well under the time between two.
       self.postMessage({ id: m.id, ok: true, value: lowerThisThread(m.steps) });
     } else if (m.kind === "release") {
       // Freed by the collection in `finally` below, not by the main thread's (it runs at

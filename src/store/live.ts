@@ -1,7 +1,7 @@
 // Live counts: events and distinct sessions of the last LIVE_WINDOW_MS per app and kind
 // (production or debug), kept up to date as events are appended. The live endpoint is
 // polled by every open dashboard and never cached; scanning the window instead reads every
-// event of it (millions on a busy site: 20-40 ms a call, on the event loop ingest shares).
+// event of it (millions on a busy site, on the event loop ingest shares).
 // Here a call walks the sessions of the window only.
 //
 // Exact for a window that starts after every event stored before this process began (the

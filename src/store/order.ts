@@ -95,8 +95,8 @@ export function sessionTimeOrder(sources: OrderSource[], scratch: Scratch = FRES
 /**
  * Sorts input positions by time, ties by position (a stable sort by time). One key per
  * row, (ts - min) and the position packed into one exact double, sorted as numbers: a
- * comparator sort of a million rows (one session over every device, as an SDK with a
- * fixed session id sends) took a second and a half of a flush.
+ * comparator sort of a large session (one session over every device, as an SDK with a
+ * fixed session id sends) took most of a flush.
  */
 function sortByTime(part: Uint32Array, ts: Float64Array, total: number) {
   if (mergeRuns(part, ts)) return;
@@ -129,8 +129,8 @@ const MAX_RUNS = 16;
  * Sorts `part` by (time, position) when it is made of at most MAX_RUNS runs already in that
  * order, by merging them; false (and `part` untouched) otherwise. A session's rows mostly
  * come as a few such runs: each batch is in time order, and a batch sent again or late
- * starts a new run. The bench's devices send the same 100 timestamps in every batch, so
- * each session was sorted whole: a sixth of a flush (bench/RESULTS.md, twelfth session).
+ * starts a new run. Sorting each session whole instead was a large share of a flush when
+ * a client sends the same timestamps in every batch, as the bench's devices do.
  */
 function mergeRuns(part: Uint32Array, ts: Float64Array): boolean {
   const n = part.length;

@@ -1,16 +1,15 @@
 // A Parquet writer for our own columns, built on hyparquet-writer's encoders (delta for
-// out-of-range timestamps, page headers, the thrift footer) and our own RLE/bit packing
-// (rle.ts) and timestamp delta packing (below), which write into the buffer directly.
+// out-of-range timestamps, page headers, the thrift footer; our copy of them is in
+// parquet-format/write.ts) and our own RLE/bit packing (rle.ts) and timestamp delta
+// packing (below), which write into the buffer directly.
 // hyparquet-writer's own column writer takes one JS value per row and rebuilds every
 // dictionary and statistic from them: for our data, which already is dictionary codes,
-// that was three quarters of a flush. Here a string column is written straight from its
+// that was most of a flush. Here a string column is written straight from its
 // codes, and its statistics come from the (small) dictionary. One row group per partition
 // file (an export writes one per partition: writeRowGroup), one data page (v1) per column.
 
-import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
-import { writePageHeader } from "hyparquet-writer/src/datapage.js";
-import { deltaBinaryPack } from "hyparquet-writer/src/delta.js";
-import { writeMetadata } from "hyparquet-writer/src/metadata.js";
+import { ByteWriter } from "hyparquet-writer";
+import { deltaPackInt64, writeMetadata, writePageHeader } from "./parquet-format/write.ts";
 import { FRESH, type Scratch } from "./scratch.ts";
 import { packBits, varInt, writeRleHybrid } from "./rle.ts";
 
@@ -34,7 +33,13 @@ export type ColumnValues =
 const enc = new TextEncoder();
 
 /** With a `scratch` pool the bytes returned are its view: they hold until its next use. */
-export function writeColumns(rows: number, cols: ColumnValues[], kv: { key: string; value: string }[], compress: (b: Uint8Array) => Uint8Array, scratch: Scratch = FRESH): Uint8Array {
+export function writeColumns(
+  rows: number,
+  cols: ColumnValues[],
+  kv: { key: string; value: string }[],
+  compress: (b: Uint8Array) => Uint8Array,
+  scratch: Scratch = FRESH,
+): Uint8Array {
   const w = scratch.writer("file");
   w.appendUint32(0x31524150); // PAR1
   const group = writeRowGroup(w, rows, cols, compress, scratch);
@@ -50,26 +55,47 @@ export type RowGroupMeta = { columns: unknown[]; total_byte_size: bigint; num_ro
  * file: a writer that appends to a file already `n` bytes long starts with offset `n`).
  * A file of several row groups (an export, one per partition) shares one schema.
  */
-export function writeRowGroup(w: ByteWriter, rows: number, cols: ColumnValues[], compress: (b: Uint8Array) => Uint8Array, scratch: Scratch = FRESH): RowGroupMeta {
+export function writeRowGroup(
+  w: ByteWriter,
+  rows: number,
+  cols: ColumnValues[],
+  compress: (b: Uint8Array) => Uint8Array,
+  scratch: Scratch = FRESH,
+): RowGroupMeta {
   const chunks: unknown[] = [];
   for (const c of cols) chunks.push(writeColumn(w, c, rows, compress, scratch));
   return {
     columns: chunks,
-    total_byte_size: chunks.reduce((a: bigint, c) => a + (c as { meta_data: { total_uncompressed_size: bigint } }).meta_data.total_uncompressed_size, 0n),
+    total_byte_size: chunks.reduce(
+      (a: bigint, c) => a + (c as { meta_data: { total_uncompressed_size: bigint } }).meta_data.total_uncompressed_size,
+      0n,
+    ),
     num_rows: BigInt(rows),
   };
 }
 
 /** The footer (schema from `cols`: names, types, whether nullable; the row groups) and the closing magic. */
-export function writeFooter(w: ByteWriter, cols: { kind: ColumnValues["kind"]; name: string; present?: unknown }[], groups: RowGroupMeta[], kv: { key: string; value: string }[]): void {
+export function writeFooter(
+  w: ByteWriter,
+  cols: { kind: ColumnValues["kind"]; name: string; present?: unknown }[],
+  groups: RowGroupMeta[],
+  kv: { key: string; value: string }[],
+): void {
   const schema = [
     { name: "root", num_children: cols.length },
     ...cols.map((c) => {
       const repetition_type = c.present ? "OPTIONAL" : "REQUIRED";
-      if (c.kind === "codes") return { name: c.name, type: "BYTE_ARRAY", converted_type: "UTF8", logical_type: { type: "STRING" }, repetition_type };
+      if (c.kind === "codes")
+        return { name: c.name, type: "BYTE_ARRAY", converted_type: "UTF8", logical_type: { type: "STRING" }, repetition_type };
       if (c.kind === "f64") return { name: c.name, type: "DOUBLE", repetition_type };
       if (c.kind === "bool") return { name: c.name, type: "BOOLEAN", repetition_type };
-      return { name: c.name, type: "INT64", repetition_type, converted_type: "TIMESTAMP_MILLIS", logical_type: { type: "TIMESTAMP", isAdjustedToUTC: true, unit: "MILLIS" } };
+      return {
+        name: c.name,
+        type: "INT64",
+        repetition_type,
+        converted_type: "TIMESTAMP_MILLIS",
+        logical_type: { type: "TIMESTAMP", isAdjustedToUTC: true, unit: "MILLIS" },
+      };
     }),
   ];
   const metadata = {
@@ -85,10 +111,9 @@ export function writeFooter(w: ByteWriter, cols: { kind: ColumnValues["kind"]; n
 }
 
 // DELTA_BINARY_PACKED for INT64 timestamps, in plain numbers. hyparquet-writer takes its
-// BigInt path for any value past 32 bits, which cost about 0.7 s per million rows, a
-// sixth of a flush. Milliseconds below 2^44 (the year 2527) have deltas below 2^45, so
+// BigInt path for any value past 32 bits, a large share of a flush. Milliseconds below 2^44 (the year 2527) have deltas below 2^45, so
 // every step below stays exact in a double; outside that range the BigInt path runs.
-// The bytes are the same as hyparquet-writer's (tests/store/parquet-columns.test.ts).
+// The bytes are the same as hyparquet-writer's (tests/store/parquet.test.ts).
 const SAFE_TS = 2 ** 44;
 const BLOCK = 128;
 const MINIBLOCKS = 4;
@@ -191,7 +216,14 @@ function defLevels(body: ByteWriter, present: Uint8Array, rows: number, scratch:
  * row's code as an index into them. In a function of its own: inside writeColumn's large
  * body the engine left this loop (one pass per string column per row) unoptimised.
  */
-function localCodes(codes: ArrayLike<number>, present: Uint8Array | undefined, rows: number, nulls: number, nvalues: number, scratch: Scratch): { idx: Uint32Array; used: number[] } {
+function localCodes(
+  codes: ArrayLike<number>,
+  present: Uint8Array | undefined,
+  rows: number,
+  nulls: number,
+  nvalues: number,
+  scratch: Scratch,
+): { idx: Uint32Array; used: number[] } {
   const local = new Int32Array(nvalues).fill(-1);
   const used: number[] = [];
   const idx = scratch.u32("column.idx", rows - nulls);
@@ -278,7 +310,12 @@ function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b:
     const packed = compress(raw);
     dictionary_page_offset = BigInt(w.offset);
     const h0 = w.offset;
-    writePageHeader(w, { type: "DICTIONARY_PAGE", uncompressed_page_size: raw.length, compressed_page_size: packed.length, dictionary_page_header: { num_values: used.length, encoding: "PLAIN" } } as never);
+    writePageHeader(w, {
+      type: "DICTIONARY_PAGE",
+      uncompressed_page_size: raw.length,
+      compressed_page_size: packed.length,
+      dictionary_page_header: { num_values: used.length, encoding: "PLAIN" },
+    } as never);
     uncompressed += w.offset - h0 + raw.length;
     w.appendBytes(packed);
     encodings.push("PLAIN");
@@ -304,7 +341,11 @@ function writeColumn(w: ByteWriter, c: ColumnValues, rows: number, compress: (b:
       if (v < min) min = v;
       if (v > max) max = v;
     }
-    if (rows && (min <= -SAFE_TS || max >= SAFE_TS)) deltaBinaryPack(body, BigInt64Array.from(c.vals.subarray(0, rows), (v) => BigInt(v)), "INT64");
+    if (rows && (min <= -SAFE_TS || max >= SAFE_TS))
+      deltaPackInt64(
+        body,
+        BigInt64Array.from(c.vals.subarray(0, rows), (v) => BigInt(v)),
+      );
     else deltaPackTimestamps(body, c.vals.subarray(0, rows));
     encoding = "DELTA_BINARY_PACKED";
     if (rows) statistics = { min_value: BigInt(min), max_value: BigInt(max), null_count: 0n };

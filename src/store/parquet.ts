@@ -1,6 +1,7 @@
 // Partitions on disk as Parquet: written by parquet-columns.ts (on hyparquet-writer's
-// encoders), read with hyparquet's page decoders. One row per event, sorted by session then time, so the dimensions that
-// repeat within a session compress to almost nothing. Columns:
+// encoders), read with hyparquet's page decoders (our copies of both: parquet-format/).
+// One row per event, sorted by session then time, so the dimensions that repeat within a
+// session compress to almost nothing. Columns:
 //   ts       INT64 TIMESTAMP(MILLIS, UTC), delta-encoded
 //   name     STRING (dictionary)
 //   session  DOUBLE (a 53-bit hash, exact in a double)
@@ -16,10 +17,15 @@
 // readPage would dereference every dictionary index into a JS array of strings.
 
 import { parquetMetadata } from "hyparquet";
-import { parquetHeader } from "hyparquet/src/column.js";
-import { decompressPage, readDataPage, readDataPageV2 } from "hyparquet/src/datapage.js";
-import { readPlain } from "hyparquet/src/plain.js";
-import { getSchemaPath } from "hyparquet/src/schema.js";
+import {
+  decompressPage,
+  parquetHeader,
+  readDataPage,
+  readDataPageV2,
+  readPlain,
+  schemaPath as columnPath,
+  type ColumnDecoder,
+} from "./parquet-format/read.ts";
 import { CTX_DIMS, Dict, narrow, type Chunk, type CtxDim, type NumberProp, type StringProp } from "./chunk.ts";
 import { writeColumns, type ColumnValues } from "./parquet-columns.ts";
 import { sessionTimeOrder } from "./order.ts";
@@ -73,7 +79,7 @@ const decompressors = {
 };
 
 // Hot loops live in small functions of their own: inside writePartition's one large body
-// the engine left them unoptimised (measured: 30 ns per element instead of about 1).
+// the engine left them unoptimised, many times slower per element.
 
 /** A source's chunk row -> its position among the source's rows (-1 or absent: not among them). */
 type RowIndex = Int32Array | Map<number, number>;
@@ -82,7 +88,7 @@ type RowIndex = Int32Array | Map<number, number>;
  * Where a property's entries go in the file (-1: a row not written here). The property
  * loops call no closure made per write: the engine's optimised code for a loop that did
  * (a row map's `get`) pointed at that closure, and was dropped and compiled again after
- * every flush, 0.3-0.6 s of compiler time at a time on the core that answers ingest.
+ * every flush, on the core that answers ingest.
  */
 function entryPositions(rows: Uint32Array, n: number, index: RowIndex, outPos: Uint32Array, base: number, into: Int32Array): Int32Array {
   if (index instanceof Int32Array) {
@@ -177,7 +183,14 @@ interface Merged {
 }
 
 /** Each used context's code of one dimension, remapped into the merged dictionary. */
-function remapGroups(used: Uint32Array, srcOfGroup: Uint16Array, ctxBase: Uint32Array, dims: ArrayLike<number>[], m: Merged, out: Uint32Array) {
+function remapGroups(
+  used: Uint32Array,
+  srcOfGroup: Uint16Array,
+  ctxBase: Uint32Array,
+  dims: ArrayLike<number>[],
+  m: Merged,
+  out: Uint32Array,
+) {
   for (let u = 0; u < used.length; u++) {
     const g = used[u]!;
     const si = srcOfGroup[g]!;
@@ -275,15 +288,33 @@ export function writePartition(
   const srcOfGroup = new Uint16Array(nctx);
   for (const g of used) srcOfGroup[g] = src[members[groupStart[g]!]!]!;
   for (const d of CTX_DIMS) {
-    remapGroups(usedArr, srcOfGroup, Uint32Array.from(ctxBase), sources.map((s) => s.chunk.dims[d]), dimM[d], groupDims[d]);
+    remapGroups(
+      usedArr,
+      srcOfGroup,
+      Uint32Array.from(ctxBase),
+      sources.map((s) => s.chunk.dims[d]),
+      dimM[d],
+      groupDims[d],
+    );
   }
-  const rc = rowColumns(order, src, row, groupOf, Uint32Array.from(ctxBase), ts, sources.map((s) => s.chunk), nameM, pathM, scratch);
+  const rc = rowColumns(
+    order,
+    src,
+    row,
+    groupOf,
+    Uint32Array.from(ctxBase),
+    ts,
+    sources.map((s) => s.chunk),
+    nameM,
+    pathM,
+    scratch,
+  );
   const { minTs, maxTs } = rc;
   // A context dimension's file codes, worked out per context rather than per row: most
   // dimensions hold one value in a file (an app's events have no referrer, a web site's no
   // app version), and those are written as a single run without touching the rows at all.
-  // The rest are gathered once. Per row, gather + localCodes + the run scan cost about a
-  // fifth of a flush of a million events.
+  // The rest are gathered once. Per row, gather + localCodes + the run scan were a large
+  // share of a flush.
   const firstSeen = groupsInRowOrder(rc.group, nctx);
   const dimLocal = {} as Record<CtxDim, { idx: Uint32Array | null; used: number[] }>;
   const localOfGroup = new Uint32Array(nctx);
@@ -331,7 +362,12 @@ export function writePartition(
     for (const [key, p] of propsOf(s).sp) freq.set(`sp.${key}`, (freq.get(`sp.${key}`) ?? 0) + p.n);
     for (const [key, p] of propsOf(s).np) freq.set(`np.${key}`, (freq.get(`np.${key}`) ?? 0) + p.n);
   }
-  const kept = new Set([...freq.entries()].sort((a, b) => b[1] - a[1]).slice(0, MAX_PROP_COLUMNS).map(([k]) => k));
+  const kept = new Set(
+    [...freq.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, MAX_PROP_COLUMNS)
+      .map(([k]) => k),
+  );
   const spCols = new Map<string, { present: Uint8Array; codes: Uint32Array; dict: Dict }>();
   const npCols = new Map<string, { present: Uint8Array; vals: Float64Array }>();
   // Only when some key is past the column limit (a million-entry array otherwise).
@@ -343,7 +379,14 @@ export function writePartition(
       let out = spCols.get(key);
       if (!out && kept.has(`sp.${key}`)) {
         const k = spCols.size;
-        spCols.set(key, (out = { present: scratch.u8(`write.sp${k}.present`, total, true), codes: scratch.u32(`write.sp${k}.codes`, total), dict: new Dict() }));
+        spCols.set(
+          key,
+          (out = {
+            present: scratch.u8(`write.sp${k}.present`, total, true),
+            codes: scratch.u32(`write.sp${k}.codes`, total),
+            dict: new Dict(),
+          }),
+        );
       }
       const pos = entryPositions(p.rows, p.n, rowIndex[si]!, outPos, base[si]!, scratch.i32("write.pos", p.n));
       if (out) placeStrings(p, pos, out);
@@ -356,7 +399,10 @@ export function writePartition(
       let out = npCols.get(key);
       if (!out && kept.has(`np.${key}`)) {
         const k = npCols.size;
-        npCols.set(key, (out = { present: scratch.u8(`write.np${k}.present`, total, true), vals: scratch.f64(`write.np${k}.vals`, total) }));
+        npCols.set(
+          key,
+          (out = { present: scratch.u8(`write.np${k}.present`, total, true), vals: scratch.f64(`write.np${k}.vals`, total) }),
+        );
       }
       const pos = entryPositions(p.rows, p.n, rowIndex[si]!, outPos, base[si]!, scratch.i32("write.pos", p.n));
       if (out) placeNumbers(p, pos, out);
@@ -386,22 +432,25 @@ export function writePartition(
   const bytes = writeColumns(total, cols, [{ key: "sextant", value: JSON.stringify(full) }], zstdAt(opts.level ?? ZSTD_LEVEL), scratch);
   if (!opts.decoded) return { bytes, meta: full };
   // The same chunk reading the file back would give, from the columns at hand.
-  const chunk = chunkFromRows({
-    app: meta.app,
-    n: total,
-    ts: rc.ts,
-    name: { codes: rc.name, dict: nameM.dict },
-    pathname: { codes: rc.pathname, dict: pathM.dict },
-    session: rc.session,
-    visitor: rc.visitor,
-    debug: rc.debug,
-    dims: Object.fromEntries(CTX_DIMS.map((d) => [d, { codes: groupDims[d], dict: dimM[d].dict }])),
-    dimsByGroup: true,
-    sp: [...spCols].map(([k, c]) => [k, { codes: c.codes, dict: c.dict, present: c.present }]),
-    np: [...npCols].map(([k, c]) => [k, { vals: c.vals, present: c.present }]),
-    overflow: overflowCol,
-    group: rc.group,
-  }, scratch);
+  const chunk = chunkFromRows(
+    {
+      app: meta.app,
+      n: total,
+      ts: rc.ts,
+      name: { codes: rc.name, dict: nameM.dict },
+      pathname: { codes: rc.pathname, dict: pathM.dict },
+      session: rc.session,
+      visitor: rc.visitor,
+      debug: rc.debug,
+      dims: Object.fromEntries(CTX_DIMS.map((d) => [d, { codes: groupDims[d], dict: dimM[d].dict }])),
+      dimsByGroup: true,
+      sp: [...spCols].map(([k, c]) => [k, { codes: c.codes, dict: c.dict, present: c.present }]),
+      np: [...npCols].map(([k, c]) => [k, { vals: c.vals, present: c.present }]),
+      overflow: overflowCol,
+      group: rc.group,
+    },
+    scratch,
+  );
   return { bytes, meta: full, chunk };
 }
 
@@ -423,7 +472,7 @@ type Decoded =
 
 /** Reads one column across row groups: codes with a dictionary, or numbers. */
 function readColumnData(bytes: Uint8Array, md: ReturnType<typeof parquetMetadata>, name: string, total: number): Decoded {
-  const schemaPath = getSchemaPath(md.schema, [name]);
+  const schemaPath = columnPath(md, [name]);
   const element = schemaPath[schemaPath.length - 1]!.element;
   const type = element.type as string;
   const isString = type === "BYTE_ARRAY";
@@ -435,9 +484,12 @@ function readColumnData(bytes: Uint8Array, md: ReturnType<typeof parquetMetadata
   const present = nullable ? new Uint8Array(total) : null;
   let rowBase = 0;
   for (const rg of md.row_groups) {
-    const col = rg.columns.find((c: { meta_data?: { path_in_schema: string[] } }) => c.meta_data?.path_in_schema.join(".") === name || c.meta_data?.path_in_schema[0] === name)!;
+    const col = rg.columns.find(
+      (c: { meta_data?: { path_in_schema: string[] } }) =>
+        c.meta_data?.path_in_schema.join(".") === name || c.meta_data?.path_in_schema[0] === name,
+    )!;
     const cm = col.meta_data!;
-    const decoder = { type, element, schemaPath, codec: cm.codec, compressors: decompressors, parsers: undefined, utf8: true };
+    const decoder: ColumnDecoder = { type: element.type!, element, schemaPath, codec: cm.codec, compressors: decompressors };
     const start = Number(cm.dictionary_page_offset ?? cm.data_page_offset);
     const end = start + Number(cm.total_compressed_size);
     const reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: start };
@@ -448,8 +500,13 @@ function readColumnData(bytes: Uint8Array, md: ReturnType<typeof parquetMetadata
       const compressed = bytes.subarray(reader.offset, reader.offset + header.compressed_page_size);
       reader.offset += header.compressed_page_size;
       if (header.type === "DICTIONARY_PAGE") {
-        const page = decompressPage(compressed, Number(header.uncompressed_page_size), cm.codec, decompressors as never);
-        const values = readPlain({ view: new DataView(page.buffer, page.byteOffset, page.byteLength), offset: 0 }, type as never, header.dictionary_page_header!.num_values, element.type_length);
+        const page = decompressPage(compressed, Number(header.uncompressed_page_size), cm.codec, decompressors);
+        const values = readPlain(
+          { view: new DataView(page.buffer, page.byteOffset, page.byteLength), offset: 0 },
+          element.type!,
+          header.dictionary_page_header!.num_values,
+          element.type_length,
+        );
         if (isString) pageDict = Uint32Array.from(values as Uint8Array[], (v) => dict.code(utf8.decode(v)));
         else pageDict = Float64Array.from(values as ArrayLike<number>, (v) => Number(v));
         continue;
@@ -458,13 +515,13 @@ function readColumnData(bytes: Uint8Array, md: ReturnType<typeof parquetMetadata
       let data: ArrayLike<unknown>;
       let encoding: string;
       if (header.type === "DATA_PAGE") {
-        const page = decompressPage(compressed, Number(header.uncompressed_page_size), cm.codec, decompressors as never);
-        const r = readDataPage(page, header.data_page_header!, decoder as never);
+        const page = decompressPage(compressed, Number(header.uncompressed_page_size), cm.codec, decompressors);
+        const r = readDataPage(page, header.data_page_header!, decoder);
         dl = r.definitionLevels;
         data = r.dataPage;
         encoding = header.data_page_header!.encoding;
       } else if (header.type === "DATA_PAGE_V2") {
-        const r = readDataPageV2(compressed, header, decoder as never);
+        const r = readDataPageV2(compressed, header, decoder);
         dl = r.definitionLevels;
         data = r.dataPage;
         encoding = header.data_page_header_v2!.encoding;
@@ -472,13 +529,13 @@ function readColumnData(bytes: Uint8Array, md: ReturnType<typeof parquetMetadata
         continue;
       }
       const viaDict = encoding.endsWith("_DICTIONARY") && pageDict !== null;
-      const nRows = dl && dl.length ? dl.length : data.length;
+      const nRows = dl?.length ? dl.length : data.length;
       let v = 0;
       // hyparquet leaves the definition levels empty when a page has no nulls.
       const allPresent = !dl || dl.length === 0;
       // Every row present (all columns but properties): one small loop per case. The
-      // general loop below, with its branches and mixed element types, cost about 40% of
-      // decoding a partition.
+      // general loop below, with its branches and mixed element types, is much slower and
+      // would dominate decoding a partition.
       if (allPresent && (codes || f64) && (viaDict || f64)) {
         if (viaDict) lookupInto(codes ?? f64!, row, data as ArrayLike<number>, pageDict!, nRows);
         else if (data instanceof BigInt64Array) bigIntsInto(f64!, row, data, nRows);
@@ -493,7 +550,8 @@ function readColumnData(bytes: Uint8Array, md: ReturnType<typeof parquetMetadata
           present[row] = 1;
         }
         const raw = data[v++];
-        if (codes) codes[row] = viaDict ? pageDict![raw as number]! : dict.code(typeof raw === "string" ? raw : utf8.decode(raw as Uint8Array));
+        if (codes)
+          codes[row] = viaDict ? pageDict![raw as number]! : dict.code(typeof raw === "string" ? raw : utf8.decode(raw as Uint8Array));
         else if (f64) f64[row] = viaDict ? pageDict![raw as number]! : Number(raw);
         else if (bools) bools[row] = raw ? 1 : 0;
       }
@@ -537,7 +595,10 @@ export function readPartition(bytes: Uint8Array, check?: () => void): { chunk: C
   const sessionRow = (col("session") as { vals: Float64Array }).vals;
   const visitorRow = (col("visitor") as { vals: Float64Array }).vals;
   const debugRow = (col("debug") as { vals: Uint8Array }).vals;
-  const dimRows = Object.fromEntries(CTX_DIMS.map((d) => [d, col(d) as { codes: Uint32Array; dict: Dict }])) as Record<string, { codes: Uint32Array; dict: Dict }>;
+  const dimRows = Object.fromEntries(CTX_DIMS.map((d) => [d, col(d) as { codes: Uint32Array; dict: Dict }])) as Record<
+    string,
+    { codes: Uint32Array; dict: Dict }
+  >;
 
   const sp: [string, { codes: Uint32Array; dict: Dict; present: Uint8Array }][] = [];
   const np: [string, { vals: Float64Array; present: Uint8Array }][] = [];
@@ -548,7 +609,20 @@ export function readPartition(bytes: Uint8Array, check?: () => void): { chunk: C
     else if (cname === "props_json") overflow = col(cname) as { codes: Uint32Array; dict: Dict; present: Uint8Array };
   }
   check?.();
-  const chunk = chunkFromRows({ app: meta.app, n, ts, name: nameCol, pathname: path, session: sessionRow, visitor: visitorRow, debug: debugRow, dims: dimRows, sp, np, overflow });
+  const chunk = chunkFromRows({
+    app: meta.app,
+    n,
+    ts,
+    name: nameCol,
+    pathname: path,
+    session: sessionRow,
+    visitor: visitorRow,
+    debug: debugRow,
+    dims: dimRows,
+    sp,
+    np,
+    overflow,
+  });
   return { chunk, meta };
 }
 
@@ -643,7 +717,11 @@ function chunkFromRows(r: RowColumns, scratch: Scratch = FRESH): Chunk {
 
   const sp = new Map<string, StringProp>();
   const np = new Map<string, NumberProp>();
-  for (const [key, d] of r.sp) sp.set(key, sparse(d.present, (rows, j, i) => (rows.codes[j] = d.codes[i]!), d.dict));
+  for (const [key, d] of r.sp)
+    sp.set(
+      key,
+      sparse(d.present, (rows, j, i) => (rows.codes[j] = d.codes[i]!), d.dict),
+    );
   for (const [key, d] of r.np) np.set(key, sparseNum(d.present, d.vals));
   if (r.overflow) mergeOverflow(r.overflow, sp, np, n);
   let minTs = Infinity;
@@ -704,7 +782,12 @@ function sparseNum(present: Uint8Array, vals: Float64Array): NumberProp {
 }
 
 /** Properties past the column limit, kept as JSON per row, folded back into sparse columns. */
-function mergeOverflow(d: { codes: Uint32Array; dict: Dict; present: Uint8Array }, sp: Map<string, StringProp>, np: Map<string, NumberProp>, n: number) {
+function mergeOverflow(
+  d: { codes: Uint32Array; dict: Dict; present: Uint8Array },
+  sp: Map<string, StringProp>,
+  np: Map<string, NumberProp>,
+  n: number,
+) {
   const sRows = new Map<string, { rows: number[]; vals: string[] }>();
   const nRows = new Map<string, { rows: number[]; vals: number[] }>();
   for (let i = 0; i < n; i++) {
@@ -712,7 +795,8 @@ function mergeOverflow(d: { codes: Uint32Array; dict: Dict; present: Uint8Array 
     const o = JSON.parse(d.dict.values[d.codes[i]!]!) as Record<string, string | number>;
     for (const [k, v] of Object.entries(o)) {
       const key = k.slice(2);
-      if (k.startsWith("s:")) (sRows.get(key) ?? sRows.set(key, { rows: [], vals: [] }).get(key)!).rows.push(i), sRows.get(key)!.vals.push(String(v));
+      if (k.startsWith("s:"))
+        (sRows.get(key) ?? sRows.set(key, { rows: [], vals: [] }).get(key)!).rows.push(i), sRows.get(key)!.vals.push(String(v));
       else (nRows.get(key) ?? nRows.set(key, { rows: [], vals: [] }).get(key)!).rows.push(i), nRows.get(key)!.vals.push(Number(v));
     }
   }

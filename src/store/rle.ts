@@ -2,10 +2,10 @@
 // booleans), written straight into a ByteWriter's buffer. The bytes are exactly those of
 // hyparquet-writer's writeRleBitPackedHybrid (tests/store/rle.test.ts compares them), whose
 // every output byte goes through ByteWriter.appendUint8 (a capacity check and a DataView
-// call per byte): that made the encoding a tenth of a flush's CPU in the partition writer's
-// thread, which shares its core with ingest.
+// call per byte): too slow for the partition writer's thread, which shares its core with
+// ingest.
 
-import type { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
+import type { ByteWriter } from "hyparquet-writer";
 
 /** Values may be any array of non-negative integers below 2^bitWidth (bitWidth up to 24). */
 export function writeRleHybrid(w: ByteWriter, values: ArrayLike<number>, bitWidth: number): void {

@@ -17,8 +17,8 @@ import { DistinctCounter } from "../structs/hll.ts";
 import type { Chunk } from "./chunk.ts";
 import type { StoredEvent } from "../model/event.ts";
 import { RecordTable } from "../structs/record-table.ts";
+import { DAY_MS } from "../util/time.ts";
 
-export const DAY_MS = 86_400_000;
 /** Sessions idle this long are folded into their start day. */
 export const SESSION_HOLD_MS = 2 * DAY_MS;
 
@@ -209,7 +209,8 @@ export class Rollups {
         n++;
       }
       // A folded id older than the 7 days ingest accepts can no longer come back.
-      for (let o = a.folded.end - FOLDED_WIDTH; o >= 0; o -= FOLDED_WIDTH) if ((a.folded.rec[o + FOLDED_DAY]! + 9) * DAY_MS < now) a.folded.remove(o);
+      for (let o = a.folded.end - FOLDED_WIDTH; o >= 0; o -= FOLDED_WIDTH)
+        if ((a.folded.rec[o + FOLDED_DAY]! + 9) * DAY_MS < now) a.folded.remove(o);
     }
     return n;
   }
@@ -286,7 +287,11 @@ export class Rollups {
     const a = this.apps.get(app);
     const g = a?.days.get(key(day, debug));
     const durations = new Map<number, number>();
-    const add = into ? (m: Map<number, number>) => into.addAll(m) : (m: Map<number, number>) => { for (const [k, v] of m) durations.set(k, (durations.get(k) ?? 0) + v); };
+    const add = into
+      ? (m: Map<number, number>) => into.addAll(m)
+      : (m: Map<number, number>) => {
+          for (const [k, v] of m) durations.set(k, (durations.get(k) ?? 0) + v);
+        };
     if (g) add(g.durations);
     let sessions = g?.sessions ?? 0;
     let bounces = g?.bounces ?? 0;

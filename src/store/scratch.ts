@@ -1,20 +1,19 @@
 // Working arrays of the partition writer, kept from one flush to the next.
 //
-// Why: a flush of a million events used about 180 MB of short-lived typed arrays (row
-// order, per-row columns, property columns, page buffers). Bun's allocator hands freed
-// pages back to the system within milliseconds, so every flush faulted all of that memory
-// in again, each page zeroed by the kernel: about 45,000 page faults a flush, and in the
-// bench the partition writer's thread spent 40% of its time in the kernel. The working
-// arrays taken from here (about 120 MB of the 180; the rest goes to the decoded chunk)
-// stay mapped while flushes keep coming (bench/RESULTS.md, twelfth session). Writers may
-// grow past the cap during a flush; measure() then drops them.
+// Why: a flush uses a lot of short-lived typed arrays (row order, per-row columns,
+// property columns, page buffers). Bun's allocator hands freed pages back to the system
+// within milliseconds, so every flush faulted all of that memory in again, each page
+// zeroed by the kernel, and the partition writer's thread spent much of its time there.
+// The working arrays taken from here (most of a flush's; the rest goes to the decoded
+// chunk) stay mapped while flushes keep coming. Writers may grow past the cap during a
+// flush; measure() then drops them.
 //
 // The rule for callers: a view taken from a Scratch lives until the next take of the same
 // slot, so it must never be kept past the call that took it, returned in a chunk, or
 // posted to another thread. `FRESH` (no room) allocates every time; code that takes a
 // Scratch defaults to it, so only the partition writer's thread pools anything.
 
-import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
+import { ByteWriter } from "hyparquet-writer";
 
 /** Arrays under this size come from the allocator's small pages, which it reuses anyway. */
 const MIN_POOLED = 64 * 1024;
@@ -48,7 +47,12 @@ export class Scratch {
   }
 
   /** A view of `n` elements: its contents are whatever the slot last held, unless `zero`. */
-  private view<A extends Uint8Array | Uint16Array | Uint32Array | Int32Array | Float64Array>(C: ArrayType<A>, slot: string, n: number, zero: boolean): A {
+  private view<A extends Uint8Array | Uint16Array | Uint32Array | Int32Array | Float64Array>(
+    C: ArrayType<A>,
+    slot: string,
+    n: number,
+    zero: boolean,
+  ): A {
     const b = this.take(slot, n * C.BYTES_PER_ELEMENT);
     if (!b) return new C(n);
     const a = new C(b, 0, n);

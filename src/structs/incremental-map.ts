@@ -1,10 +1,10 @@
 // A map from integers 0 to 2^53 - 1 (53-bit hashes included) to numbers, for the millions
 // of keys a breakdown by sessions numbers and dedups on the event loop. A JS Map or Set
-// rehashes all its entries at once when it grows: at 10 M events over 30 days that held the
-// loop for 50-140 ms in one step, and 650 ms for a Set of 8 M keys on a slower host
-// (bench/RESULTS.md, 2026-11-26). Here growth is incremental
-// (as Redis's dicts do it): the larger table is allocated zeroed, and every insertion
-// moves a few slots of the old table over, so no single call does more than a little work.
+// rehashes all its entries at once when it grows, and at millions of keys that one step
+// holds the event loop long enough to stall every request waiting. Here growth is
+// incremental (as Redis's dicts do it): the larger table is allocated zeroed, and every
+// insertion moves a few slots of the old table over, so no single call does more than a
+// little work.
 // Not src/structs/number-map.ts: that one serves ingest's tables, which remove keys (by
 // shifting back, which a table split in two mid-move cannot do simply) and stay small
 // enough to double at once; these keys are only ever added, by the million.

@@ -2,11 +2,11 @@
 // hashes) to a fixed number of float64 values, in typed arrays: open addressing with
 // linear probing, at most half full, removals by shifting back (no tombstones).
 //
-// Why not a Map: a JS Map keyed by such numbers hashes boxed doubles (hundreds of ns an
-// operation at tens of thousands of keys), and its storage is one large cell that every
-// full collection scans whole. Under saturating batches the live counts', the sessions'
-// and the rate limits' Maps were 18 MB of such storage, on the core that answers ingest
-// (heap snapshot, 2026-11-23). Typed arrays are not scanned.
+// Why not a Map: a JS Map keyed by such numbers hashes boxed doubles (slow at tens of
+// thousands of keys), and its storage is one large cell that every full collection scans
+// whole. Under saturating batches the live counts', the sessions' and the rate limits'
+// Maps were a large part of what each full collection visited, on the core that answers
+// ingest. Typed arrays are not scanned.
 
 const bits = new Float64Array(1);
 const words = new Uint32Array(bits.buffer);

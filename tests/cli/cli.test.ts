@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { spawnSextant } from "../helpers/process.ts";
 import { threadsOf } from "../helpers/threads.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 const entry = join(import.meta.dir, "..", "..", "bin", "sextant.ts");
 const tmp = () => tempDir("sextant-cli-");
@@ -79,9 +80,13 @@ describe("sextant command line", () => {
   // SEXTANT_WRITER_NICE: the partition writer's thread runs that many steps below the
   // server; nothing else does. Linux only (/proc, per-thread nice).
   test.skipIf(process.platform !== "linux")("the partition writer's thread runs at the lower priority asked for, and only it", async () => {
-    const p = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp(), SEXTANT_WRITER_NICE: "7", SEXTANT_LOG: "json" });
+    const p = await spawnSextant([process.execPath, entry, "serve"], {
+      SEXTANT_DATA_DIR: tmp(),
+      SEXTANT_WRITER_NICE: "7",
+      SEXTANT_LOG: "json",
+    });
     try {
-      for (let i = 0; i < 50 && !p.output().includes("at a lower priority"); i++) await Bun.sleep(100);
+      await waitFor("the partition writer's priority line", () => p.output().includes("at a lower priority"));
       expect(p.output()).toContain('"msg":"partition writer thread at a lower priority","nice":7');
       const lowered = threadsOf(p.proc.pid).filter((t) => t.nice !== 0);
       expect(lowered.map((t) => [t.comm, t.nice])).toEqual([["Worker", 7]]);
@@ -89,7 +94,11 @@ describe("sextant command line", () => {
     } finally {
       expect(await p.signal("SIGTERM")).toBe(0);
     }
-    const q = await spawnSextant([process.execPath, entry, "serve"], { SEXTANT_DATA_DIR: tmp(), SEXTANT_WRITER_NICE: "0", SEXTANT_LOG: "json" });
+    const q = await spawnSextant([process.execPath, entry, "serve"], {
+      SEXTANT_DATA_DIR: tmp(),
+      SEXTANT_WRITER_NICE: "0",
+      SEXTANT_LOG: "json",
+    });
     try {
       expect((await fetch(q.url + "/healthz")).status).toBe(200);
       await Bun.sleep(300);
@@ -102,27 +111,71 @@ describe("sextant command line", () => {
 });
 
 describe("graceful stop", () => {
+  // The order is made, not hoped for: the request is seen in flight (/metrics), then the
+  // signal sent, then the server seen stopping (/readyz no longer 200, or no connection),
+  // and only then does the rest of the body go out.
   test("a request in flight when SIGTERM arrives still gets its answer", async () => {
-    const p = await spawnSextant([process.execPath, entry], { SEXTANT_DATA_DIR: tmp() });
-    // A body that trickles in: the request is in flight while the signal lands.
+    const token = "metrics-" + "g".repeat(40);
+    const p = await spawnSextant([process.execPath, entry], { SEXTANT_DATA_DIR: tmp(), SEXTANT_METRICS_TOKEN: token });
+    const json = { "content-type": "application/json" };
+    await fetch(p.url + "/api/v1/auth/magic-link", { method: "POST", headers: json, body: '{"email":"stop@example.com"}' });
+    const link = await waitFor("the sign-in link in the log", () => /"to":"stop@example.com"[^\n]*"link":"([^"]+)"/.exec(p.output())?.[1]);
+    const v = await fetch(p.url + "/api/v1/auth/verify", {
+      method: "POST",
+      headers: { ...json, "x-requested-with": "t" },
+      body: JSON.stringify({ token: new URL(link).searchParams.get("token") }),
+    });
+    const hdr = { ...json, cookie: v.headers.get("set-cookie")!.split(";")[0]!, "x-requested-with": "t" };
+    const org = (await (await fetch(p.url + "/api/v1/orgs", { method: "POST", headers: hdr, body: '{"name":"Stop"}' })).json()) as {
+      id: number;
+    };
+    const { key } = (await (
+      await fetch(p.url + "/api/v1/apps", {
+        method: "POST",
+        headers: hdr,
+        body: JSON.stringify({ org_id: org.id, kind: "app", name: "S" }),
+      })
+    ).json()) as { key: string };
+    const inFlight = async () => {
+      const text = await (await fetch(p.url + "/metrics", { headers: { authorization: `Bearer ${token}` } })).text();
+      return Number(/^sextant_ingest_in_flight_requests (\d+)$/m.exec(text)?.[1]);
+    };
+    expect(await inFlight()).toBe(0);
+
+    // A batch whose body comes in two parts; the second waits for the test's word.
+    let release = () => {};
+    const released = new Promise<void>((r) => (release = r));
+    const enc = new TextEncoder();
     const body = new ReadableStream<Uint8Array>({
       async start(c) {
-        c.enqueue(new TextEncoder().encode('{"email":'));
-        await Bun.sleep(400);
-        c.enqueue(new TextEncoder().encode('"slow@example.com"}'));
+        c.enqueue(enc.encode('{"sdk":"t","system":{"os_name":"Android","app_version":"1"},'));
+        await released;
+        c.enqueue(enc.encode(`"events":[{"name":"open","ts":"${new Date().toISOString()}","session_id":"s"}]}`));
         c.close();
       },
     });
-    const pending = fetch(p.url + "/api/v1/auth/magic-link", {
+    const pending = fetch(p.url + "/v1/batch", {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { ...json, "x-app-key": key, "x-batch-id": crypto.randomUUID() },
       body,
       duplex: "half",
     });
-    await Bun.sleep(150);
-    const exited = p.signal("SIGTERM");
-    const res = await pending;
-    expect(res.status).toBe(202);
-    expect(await exited).toBe(0);
+    try {
+      await waitFor("the batch in flight", async () => (await inFlight()) === 1);
+      const exited = p.signal("SIGTERM");
+      await waitFor("the server to begin stopping", async () => {
+        const r = await fetch(p.url + "/readyz").catch(() => null);
+        return r === null || r.status !== 200;
+      });
+      release();
+      const res = await pending;
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ accepted: 1, dropped: 0 });
+      expect(await exited).toBe(0);
+      expect(p.output()).toContain('"msg":"stopped"');
+    } finally {
+      release();
+      p.proc.kill("SIGKILL");
+    }
   });
 });

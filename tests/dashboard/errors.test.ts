@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadConfig } from "../../src/infra/config.ts";
 import { runGenerate } from "../../src/cli/generate.ts";
-import { signIn, startTestServer, type TestServer } from "../helpers/server.ts";
+import { signIn, startTestServer } from "../helpers/server.ts";
 import { startSmtp, type TestSmtp } from "../helpers/smtp.ts";
 import { newApp, ownerHeaders } from "../helpers/ingest.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -45,7 +45,10 @@ describe("dashboard errors", () => {
       await page.getByRole("button", { name: "Continue" }).click();
       await page.waitForURL(`${s.url}/apps/7/overview?range=30d`);
       // App 7 does not exist for her: the server's own answer is shown.
-      await page.getByRole("alert").getByText(/not found|no such/i).waitFor();
+      await page
+        .getByRole("alert")
+        .getByText(/not found|no such/i)
+        .waitFor();
       await page.context().close();
     } finally {
       await s.stop();

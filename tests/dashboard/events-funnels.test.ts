@@ -22,13 +22,58 @@ let orgId: number;
 
 /** Sessions: their address, app version and events (name, props) in order. */
 const SESSIONS: { ip: string; version: string; events: [string, Record<string, unknown>][] }[] = [
-  { ip: "198.51.100.11", version: "2.1.0", events: [["signup", { plan: "pro" }], ["onboarding", { step_count: 3 }], ["purchase", { price: 30, currency: "EUR" }]] },
-  { ip: "198.51.100.12", version: "2.1.0", events: [["signup", { plan: "free" }], ["onboarding", { step_count: 5 }], ["purchase", { price: 12.5, currency: "USD" }]] },
-  { ip: "198.51.100.13", version: "2.0.0", events: [["signup", { plan: "free" }], ["onboarding", { step_count: 2 }], ["purchase", { price: 99, currency: "EUR" }]] },
-  { ip: "198.51.100.14", version: "2.0.0", events: [["signup", { plan: "pro" }], ["onboarding", { step_count: 4 }]] },
-  { ip: "198.51.100.15", version: "2.1.0", events: [["signup", { plan: "free" }], ["settings", {}]] },
+  {
+    ip: "198.51.100.11",
+    version: "2.1.0",
+    events: [
+      ["signup", { plan: "pro" }],
+      ["onboarding", { step_count: 3 }],
+      ["purchase", { price: 30, currency: "EUR" }],
+    ],
+  },
+  {
+    ip: "198.51.100.12",
+    version: "2.1.0",
+    events: [
+      ["signup", { plan: "free" }],
+      ["onboarding", { step_count: 5 }],
+      ["purchase", { price: 12.5, currency: "USD" }],
+    ],
+  },
+  {
+    ip: "198.51.100.13",
+    version: "2.0.0",
+    events: [
+      ["signup", { plan: "free" }],
+      ["onboarding", { step_count: 2 }],
+      ["purchase", { price: 99, currency: "EUR" }],
+    ],
+  },
+  {
+    ip: "198.51.100.14",
+    version: "2.0.0",
+    events: [
+      ["signup", { plan: "pro" }],
+      ["onboarding", { step_count: 4 }],
+    ],
+  },
+  {
+    ip: "198.51.100.15",
+    version: "2.1.0",
+    events: [
+      ["signup", { plan: "free" }],
+      ["settings", {}],
+    ],
+  },
   { ip: "198.51.100.16", version: "2.0.0", events: [["signup", { plan: "free" }]] },
-  { ip: "198.51.100.17", version: "2.1.0", events: [["app_open", {}], ["settings", {}]] },
+  {
+    ip: "198.51.100.17",
+    version: "2.1.0",
+    events: [
+      ["app_open", {}],
+      ["settings", {}],
+    ],
+  },
 ];
 
 async function api(path: string, init: { method?: string; json?: unknown } = {}): Promise<any> {
@@ -51,8 +96,15 @@ beforeAll(async () => {
   const base = Date.now() - 30 * 60_000;
   for (const [i, sess] of SESSIONS.entries()) {
     const sid = `0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d${String(i).padStart(2, "0")}`;
-    const events = sess.events.map(([name, props], j) => ({ name, ts: new Date(base + i * 60_000 + j * 5_000).toISOString(), session_id: sid, props }));
-    const r = await sendBatch(s.url, app.key, batch(events, { ...SYSTEM, app_version: sess.version }), { headers: { "x-forwarded-for": sess.ip } });
+    const events = sess.events.map(([name, props], j) => ({
+      name,
+      ts: new Date(base + i * 60_000 + j * 5_000).toISOString(),
+      session_id: sid,
+      props,
+    }));
+    const r = await sendBatch(s.url, app.key, batch(events, { ...SYSTEM, app_version: sess.version }), {
+      headers: { "x-forwarded-for": sess.ip },
+    });
     expect(r.status).toBeLessThan(300);
   }
   // The events are queryable once the store has them.
@@ -117,7 +169,9 @@ describe("events, funnels and paths views", () => {
         expect(await figure(page, `table.string-prop[data-property="${sp.key}"] tr[data-value="${v.value}"] td.num span`)).toBe(v.count);
       }
     }
-    expect(await page.locator("table.string-prop tbody tr").count()).toBe(signup.string_properties.reduce((n: number, p: any) => n + p.values.length, 0));
+    expect(await page.locator("table.string-prop tbody tr").count()).toBe(
+      signup.string_properties.reduce((n: number, p: any) => n + p.values.length, 0),
+    );
 
     // A value clicked becomes a prop:KEY:value filter (URL and chip); the detail follows it.
     await page.locator('table.string-prop[data-property="plan"] tr[data-value="pro"] button').click();
@@ -138,11 +192,15 @@ describe("events, funnels and paths views", () => {
     expect(price).toMatchObject({ count: 3, sum: 141.5, median: 30, p95: 99 });
     for (const np of purchase.number_properties) {
       for (const k of ["count", "mean", "median", "p95", "sum"]) {
-        expect(Number(await page.locator(`table.number-props tr[data-property="${np.key}"] td.${k}`).getAttribute("data-value"))).toBe(np[k]);
+        expect(Number(await page.locator(`table.number-props tr[data-property="${np.key}"] td.${k}`).getAttribute("data-value"))).toBe(
+          np[k],
+        );
       }
     }
     const currency = purchase.string_properties.find((p: any) => p.key === "currency");
-    expect(await figure(page, 'table.string-prop[data-property="currency"] tr[data-value="EUR"] td.num span')).toBe(currency.values.find((v: any) => v.value === "EUR").count);
+    expect(await figure(page, 'table.string-prop[data-property="currency"] tr[data-value="EUR"] td.num span')).toBe(
+      currency.values.find((v: any) => v.value === "EUR").count,
+    );
 
     // price by app_version: a form whose choice goes to the URL, and the API's property_by.
     await page.getByLabel("Number property", { exact: true }).selectOption("price");
@@ -188,13 +246,18 @@ describe("events, funnels and paths views", () => {
     expect(expected).toEqual([6, 4, 3]);
     const shownSessions = async () => {
       const out = [];
-      for (let i = 1; i <= 3; i++) out.push(Number(await page.locator(`table.funnel-table tr[data-step="${i}"] td.sessions`).getAttribute("data-value")));
+      for (let i = 1; i <= 3; i++)
+        out.push(Number(await page.locator(`table.funnel-table tr[data-step="${i}"] td.sessions`).getAttribute("data-value")));
       return out;
     };
     expect(await shownSessions()).toEqual(expected);
     for (const [i, st] of answer.groups[0].steps.entries()) {
-      expect(Number(await page.locator(`table.funnel-table tr[data-step="${i + 1}"] td.conversion`).getAttribute("data-value"))).toBe(st.conversion);
-      expect(Number(await page.locator(`table.funnel-table tr[data-step="${i + 1}"] td.step-conversion`).getAttribute("data-value"))).toBe(st.step_conversion);
+      expect(Number(await page.locator(`table.funnel-table tr[data-step="${i + 1}"] td.conversion`).getAttribute("data-value"))).toBe(
+        st.conversion,
+      );
+      expect(Number(await page.locator(`table.funnel-table tr[data-step="${i + 1}"] td.step-conversion`).getAttribute("data-value"))).toBe(
+        st.step_conversion,
+      );
     }
 
     // Reorder, add and remove steps: the URL follows, and so does the answer.
@@ -222,7 +285,13 @@ describe("events, funnels and paths views", () => {
     expect(await page.locator("section.funnel-group").count()).toBe(grouped.groups.length);
     for (const g of grouped.groups) {
       for (const [i, st] of g.steps.entries()) {
-        expect(Number(await page.locator(`section.funnel-group[data-group="${g.group}"] tr[data-step="${i + 1}"] td.sessions`).getAttribute("data-value"))).toBe(st.sessions);
+        expect(
+          Number(
+            await page
+              .locator(`section.funnel-group[data-group="${g.group}"] tr[data-step="${i + 1}"] td.sessions`)
+              .getAttribute("data-value"),
+          ),
+        ).toBe(st.sessions);
       }
     }
     // By a property: its key typed in.
@@ -238,7 +307,13 @@ describe("events, funnels and paths views", () => {
     ]);
     for (const g of byPlan.groups) {
       for (const [i, st] of g.steps.entries()) {
-        expect(Number(await page.locator(`section.funnel-group[data-group="${g.group}"] tr[data-step="${i + 1}"] td.sessions`).getAttribute("data-value"))).toBe(st.sessions);
+        expect(
+          Number(
+            await page
+              .locator(`section.funnel-group[data-group="${g.group}"] tr[data-step="${i + 1}"] td.sessions`)
+              .getAttribute("data-value"),
+          ),
+        ).toBe(st.sessions);
       }
     }
     await page.getByLabel("Breakdown").selectOption("");
@@ -283,7 +358,10 @@ describe("events, funnels and paths views", () => {
     ]);
     const next = [];
     for (const r of await page.locator("table.paths-next tbody tr").all()) {
-      next.push({ value: await r.getAttribute("data-value"), count: Number((await r.locator("td.num span").getAttribute("title"))!.replace(/,/g, "")) });
+      next.push({
+        value: await r.getAttribute("data-value"),
+        count: Number((await r.locator("td.num span").getAttribute("title"))!.replace(/,/g, "")),
+      });
     }
     expect(next).toEqual(paths.next);
     // A next event can be followed: it becomes `after`.
@@ -311,7 +389,9 @@ describe("events, funnels and paths views", () => {
     await v.page.locator('table.funnel-table tr[data-step="2"][data-name="onboarding"]').waitFor();
     const answer = await api(`/apps/${appId}/funnel`, { method: "POST", json: { steps: ["signup", "onboarding"] } });
     for (const [i, st] of answer.groups[0].steps.entries()) {
-      expect(Number(await v.page.locator(`table.funnel-table tr[data-step="${i + 1}"] td.sessions`).getAttribute("data-value"))).toBe(st.sessions);
+      expect(Number(await v.page.locator(`table.funnel-table tr[data-step="${i + 1}"] td.sessions`).getAttribute("data-value"))).toBe(
+        st.sessions,
+      );
     }
     expect(await v.page.getByRole("button", { name: "Save this funnel" }).count()).toBe(0);
     expect(await v.page.getByLabel("Funnel name").count()).toBe(0);
@@ -324,7 +404,9 @@ describe("events, funnels and paths views", () => {
     const sh = await signedInPage(null);
     await sh.page.goto(`${s.url}/share/${link.token}/funnels?step=signup&step=onboarding`);
     await sh.page.locator('table.funnel-table tr[data-step="2"][data-name="onboarding"]').waitFor();
-    expect(Number(await sh.page.locator('table.funnel-table tr[data-step="1"] td.sessions').getAttribute("data-value"))).toBe(answer.groups[0].steps[0].sessions);
+    expect(Number(await sh.page.locator('table.funnel-table tr[data-step="1"] td.sessions').getAttribute("data-value"))).toBe(
+      answer.groups[0].steps[0].sessions,
+    );
     expect(await sh.page.getByRole("region", { name: "Saved funnels" }).count()).toBe(0);
     await sh.page.getByRole("navigation", { name: "Views" }).getByRole("link", { name: "Events" }).click();
     await sh.page.locator('table.events-list a[title="Open signup"]').click();

@@ -99,7 +99,11 @@ describe("dashboard, end to end", () => {
       ["/pricing", "https://www.google.com/", "198.51.100.6"],
     ];
     for (const [path, ref, ip] of visits) {
-      const r = await sendWeb(s.url, { k: key, n: "pageview", u: SITE + path, r: ref, w: 1280 }, { origin: SITE, "user-agent": CHROME, "x-forwarded-for": ip });
+      const r = await sendWeb(
+        s.url,
+        { k: key, n: "pageview", u: SITE + path, r: ref, w: 1280 },
+        { origin: SITE, "user-agent": CHROME, "x-forwarded-for": ip },
+      );
       expect(r.status).toBe(202);
     }
     await page.getByText("Receiving events.").waitFor({ timeout: 10_000 });

@@ -30,7 +30,12 @@ async function send(events: unknown[], system: Record<string, unknown> = SYSTEM)
   return (await r.json()) as { accepted: number; dropped: number };
 }
 const at = (ms: number) => new Date(ms).toISOString();
-const e = (name: string, session: string, ms: number, props: Record<string, string | number> = {}) => ({ name, ts: at(ms), session_id: session, props });
+const e = (name: string, session: string, ms: number, props: Record<string, string | number> = {}) => ({
+  name,
+  ts: at(ms),
+  session_id: session,
+  props,
+});
 
 beforeAll(async () => {
   smtp = await startSmtp();
@@ -47,7 +52,15 @@ beforeAll(async () => {
       e("purchase", "sess-home", now - 3 * HOUR + 120_000, { screen: "Cart", amount: 42, currency: "EUR" }),
     ]),
   ).toEqual({ accepted: 3, dropped: 0 });
-  expect(await send([e("app_open", "sess-droid", now - 27 * HOUR, { screen: "Home" }), e("screen_view", "sess-droid", now - 26 * HOUR, { screen: "Settings" })], ANDROID)).toEqual({
+  expect(
+    await send(
+      [
+        e("app_open", "sess-droid", now - 27 * HOUR, { screen: "Home" }),
+        e("screen_view", "sess-droid", now - 26 * HOUR, { screen: "Settings" }),
+      ],
+      ANDROID,
+    ),
+  ).toEqual({
     accepted: 2,
     dropped: 0,
   });
@@ -100,7 +113,9 @@ describe("activity views: heatmap, sessions, live, usage", () => {
     }
     // The table form for screen readers has the same figures.
     const first = busy[0];
-    const cellText = await page.locator(`.sr-only table tbody tr:nth-child(${first.hour + 1}) td:nth-of-type(${first.weekday})`).innerText();
+    const cellText = await page
+      .locator(`.sr-only table tbody tr:nth-child(${first.hour + 1}) td:nth-of-type(${first.weekday})`)
+      .innerText();
     expect(Number(cellText)).toBe(first.sessions);
     await screenshot(page, "heatmap");
     // A phone: the grid scrolls inside its card, the page does not.
@@ -118,8 +133,14 @@ describe("activity views: heatmap, sessions, live, usage", () => {
     const list = await api(`/apps/${appId}/sessions`);
     expect(list.summary.sessions).toBe(4);
     expect(num(await page.locator('li.metric[data-metric="Sessions"] .value').getAttribute("title"))).toBe(list.summary.sessions);
-    expect(num(await page.locator('li.metric[data-metric="Events per session"] .value').getAttribute("title"))).toBeCloseTo(list.summary.events_per_session, 2);
-    expect(num(await page.locator('li.metric[data-metric="Median duration"] .value').getAttribute("title"))).toBeCloseTo(list.summary.median_seconds, 2);
+    expect(num(await page.locator('li.metric[data-metric="Events per session"] .value').getAttribute("title"))).toBeCloseTo(
+      list.summary.events_per_session,
+      2,
+    );
+    expect(num(await page.locator('li.metric[data-metric="Median duration"] .value').getAttribute("title"))).toBeCloseTo(
+      list.summary.median_seconds,
+      2,
+    );
     const rows = page.locator("table.sessions-table tbody tr");
     expect(await rows.count()).toBe(list.sessions.length);
     const ids = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-session")));
@@ -185,7 +206,11 @@ describe("activity views: heatmap, sessions, live, usage", () => {
       ["/", null, "198.51.100.3"],
     ];
     for (const [path, ref, from] of visits) {
-      const r = await sendWeb(s.url, { k: web.key, n: "pageview", u: SITE + path, r: ref, w: 1280 }, { origin: SITE, "user-agent": CHROME, "x-forwarded-for": from });
+      const r = await sendWeb(
+        s.url,
+        { k: web.key, n: "pageview", u: SITE + path, r: ref, w: 1280 },
+        { origin: SITE, "user-agent": CHROME, "x-forwarded-for": from },
+      );
       expect(r.status).toBe(202);
     }
     const { page, errors } = await signedInPage(360);
@@ -193,7 +218,10 @@ describe("activity views: heatmap, sessions, live, usage", () => {
     await page.locator("table.sessions-table tbody tr").first().waitFor();
     const list = await api(`/apps/${web.appId}/sessions`);
     expect(list.summary.sessions).toBe(3);
-    expect(num(await page.locator('li.metric[data-metric="Bounce rate"] .value').getAttribute("title"))).toBeCloseTo(list.summary.bounce_rate, 3);
+    expect(num(await page.locator('li.metric[data-metric="Bounce rate"] .value').getAttribute("title"))).toBeCloseTo(
+      list.summary.bounce_rate,
+      3,
+    );
     expect(await page.locator("table.sessions-table tbody tr").count()).toBe(3);
     const long = list.sessions.find((x: { pageviews: number }) => x.pageviews === 3);
     const row = page.locator(`tr[data-session="${long.id}"]`);
@@ -209,7 +237,11 @@ describe("activity views: heatmap, sessions, live, usage", () => {
     await page.context().close();
 
     // A share link: the same list and timeline, under /share/{token}, with no account.
-    const made = await s.api(`/apps/${web.appId}/share-links`, { method: "POST", json: { name: "team" }, headers: { cookie, "x-requested-with": "t" } });
+    const made = await s.api(`/apps/${web.appId}/share-links`, {
+      method: "POST",
+      json: { name: "team" },
+      headers: { cookie, "x-requested-with": "t" },
+    });
     expect(made.status).toBe(201);
     const { token } = (await made.json()) as { token: string };
     const shared = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -220,14 +252,18 @@ describe("activity views: heatmap, sessions, live, usage", () => {
     await sp.waitForURL(new RegExp(`/share/${token}/sessions/${long.id}$`));
     await sp.locator("ol.timeline li.timeline-event").nth(2).waitFor();
     const tl = await api(`/apps/${web.appId}/sessions/${long.id}`);
-    const shown = await sp.locator("ol.timeline li.timeline-event").evaluateAll((lis) => lis.map((li) => [li.getAttribute("data-name"), li.getAttribute("data-ts")]));
+    const shown = await sp
+      .locator("ol.timeline li.timeline-event")
+      .evaluateAll((lis) => lis.map((li) => [li.getAttribute("data-name"), li.getAttribute("data-ts")]));
     expect(shown).toEqual(tl.map((x: { name: string; ts: string }) => [x.name, x.ts]));
     expect(tl.map((x: { pathname: string }) => x.pathname)).toEqual(["/", "/pricing", "/checkout"]);
     for (const p of ["/", "/pricing", "/checkout"]) await sp.locator("ol.timeline", { hasText: p }).waitFor();
     await sp.goto(`${s.url}/share/${token}/heatmap`);
     await sp.locator("[data-total]").waitFor();
     const h = await api(`/apps/${web.appId}/heatmap`);
-    expect(num(await sp.locator("[data-total]").getAttribute("data-total"))).toBe(h.cells.reduce((a: number, c: { sessions: number }) => a + c.sessions, 0));
+    expect(num(await sp.locator("[data-total]").getAttribute("data-total"))).toBe(
+      h.cells.reduce((a: number, c: { sessions: number }) => a + c.sessions, 0),
+    );
     expect(await sp.getByRole("link", { name: "Usage" }).count()).toBe(0);
     expect(sharedErrors).toEqual([]);
     await shared.close();
@@ -248,21 +284,28 @@ describe("activity views: heatmap, sessions, live, usage", () => {
     expect(await page.locator(".live-status").innerText()).toMatch(/Updated \d\d:\d\d:\d\d UTC/);
 
     // A new session arrives: the page shows the API's new numbers on a later refresh.
-    expect(await send([e("app_open", "sess-live", Date.now(), { screen: "Home" }), e("tap", "sess-live", Date.now())])).toEqual({ accepted: 2, dropped: 0 });
+    expect(await send([e("app_open", "sess-live", Date.now(), { screen: "Home" }), e("tap", "sess-live", Date.now())])).toEqual({
+      accepted: 2,
+      dropped: 0,
+    });
     const after = await api(`/apps/${appId}/live`);
     expect(after.sessions).toBe(before.sessions + 1);
     await page.locator(`li.metric[data-metric="Sessions"][data-value="${after.sessions}"]`).waitFor({ timeout: 20_000 });
     await page.locator(`li.metric[data-metric="Events"][data-value="${after.events}"]`).waitFor({ timeout: 20_000 });
 
     // Hidden tab: no calls; visible again: a call at once.
-    await page.evaluate(`Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" }); document.dispatchEvent(new Event("visibilitychange"));`);
+    await page.evaluate(
+      `Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" }); document.dispatchEvent(new Event("visibilitychange"));`,
+    );
     await page.getByText("Paused while this tab is hidden.").waitFor();
     await page.waitForTimeout(500);
     const hiddenAt = liveCalls.length;
     await page.waitForTimeout(6_000);
     expect(liveCalls.length).toBe(hiddenAt);
     const resumed = page.waitForRequest((r) => new URL(r.url()).pathname === `/api/v1/apps/${appId}/live`, { timeout: 3_000 });
-    await page.evaluate(`Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" }); document.dispatchEvent(new Event("visibilitychange"));`);
+    await page.evaluate(
+      `Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" }); document.dispatchEvent(new Event("visibilitychange"));`,
+    );
     await resumed;
     await page.locator(".live-status", { hasNotText: "Paused" }).waitFor();
     await screenshot(page, "live");
@@ -294,7 +337,9 @@ describe("activity views: heatmap, sessions, live, usage", () => {
     expect(num(await page.locator("[data-used]").getAttribute("data-used"))).toBe(u.org_events_this_month);
     expect(num(await page.locator("[data-limit]").getAttribute("data-limit"))).toBe(u.events_per_month);
     expect(await page.locator("[data-plan]").getAttribute("data-plan")).toBe(u.plan);
-    expect(num(await page.getByRole("progressbar").getAttribute("aria-valuenow"))).toBe(Math.min(u.org_events_this_month, u.events_per_month));
+    expect(num(await page.getByRole("progressbar").getAttribute("aria-valuenow"))).toBe(
+      Math.min(u.org_events_this_month, u.events_per_month),
+    );
     // An owner gets the way to billing.
     const org = (await api(`/apps/${appId}`)).org_id;
     expect(await page.getByRole("link", { name: /billing/ }).getAttribute("href")).toBe(`/orgs/${org}/settings`);
@@ -304,7 +349,11 @@ describe("activity views: heatmap, sessions, live, usage", () => {
 
     // A viewer sees the same figures and no way to billing (which it may not open).
     const vera = await signIn(s, smtp, "vera@example.com");
-    const inv = await s.api(`/orgs/${org}/invitations`, { method: "POST", json: { email: "vera@example.com", role: "viewer" }, headers: sessionHeaders(cookie) });
+    const inv = await s.api(`/orgs/${org}/invitations`, {
+      method: "POST",
+      json: { email: "vera@example.com", role: "viewer" },
+      headers: sessionHeaders(cookie),
+    });
     expect(inv.status).toBe(201);
     const token = new URL(await smtp.linkFor("vera@example.com", "/invitations/accept")).searchParams.get("token")!;
     expect((await s.api("/invitations/accept", { method: "POST", json: { token }, headers: sessionHeaders(vera) })).status).toBe(200);

@@ -37,7 +37,8 @@ async function api(path: string, headers: Record<string, string>, init: RequestI
   const r = await s.api(path, { ...init, headers: { ...headers, ...(init.headers as Record<string, string>) } });
   if (r.status === 204) return null;
   const body = await r.json();
-  if (r.status >= 400) throw Object.assign(new Error(`${init.method ?? "GET"} ${path}: ${r.status} ${JSON.stringify(body)}`), { status: r.status, body });
+  if (r.status >= 400)
+    throw Object.assign(new Error(`${init.method ?? "GET"} ${path}: ${r.status} ${JSON.stringify(body)}`), { status: r.status, body });
   return body;
 }
 
@@ -81,7 +82,11 @@ describe("settings pages by role", () => {
     // A few events, so the export has rows.
     const keyList = await api(`/apps/${appId}/keys`, owner);
     for (const ip of ["198.51.100.7", "198.51.100.8"]) {
-      const r = await sendWeb(s.url, { k: keyList[0].key, n: "pageview", u: SITE + "/", w: 1280 }, { origin: SITE, "user-agent": CHROME, "x-forwarded-for": ip });
+      const r = await sendWeb(
+        s.url,
+        { k: keyList[0].key, n: "pageview", u: SITE + "/", w: 1280 },
+        { origin: SITE, "user-agent": CHROME, "x-forwarded-for": ip },
+      );
       expect(r.status).toBe(202);
     }
     const context = await signedContext(ownerCookie);
@@ -122,7 +127,9 @@ describe("settings pages by role", () => {
     await page.getByRole("button", { name: `Revoke key ${fresh}` }).click();
     await page.getByRole("button", { name: "Yes, revoke" }).click();
     await page.locator(`tr[data-key="${fresh}"][data-revoked="true"]`).waitFor();
-    expect(((await api(`/apps/${appId}/keys`, owner)) as { key: string; revoked_at?: string }[]).find((k) => k.key === fresh)!.revoked_at).toBeTruthy();
+    expect(
+      ((await api(`/apps/${appId}/keys`, owner)) as { key: string; revoked_at?: string }[]).find((k) => k.key === fresh)!.revoked_at,
+    ).toBeTruthy();
     // Up to the limit through the API, then the page's own try shows the server's 409.
     for (let i = 0; i < 19; i++) await api(`/apps/${appId}/keys`, owner, { method: "POST" });
     await page.reload();
@@ -185,7 +192,11 @@ describe("settings pages by role", () => {
     const secret = (await fwd.locator("input.secret").getAttribute("data-secret"))!;
     expect(secret).toMatch(/^fs_/);
     expect((await api(`/apps/${appId}`, owner)).has_forwarding_secret).toBe(true);
-    const proxied = await sendWeb(s.url, { k: keyList[0].key, n: "pageview", u: SITE + "/proxied", w: 1280 }, { "user-agent": CHROME, "x-forwarded-for": "203.0.113.9", "x-sextant-forwarding-secret": secret });
+    const proxied = await sendWeb(
+      s.url,
+      { k: keyList[0].key, n: "pageview", u: SITE + "/proxied", w: 1280 },
+      { "user-agent": CHROME, "x-forwarded-for": "203.0.113.9", "x-sextant-forwarding-secret": secret },
+    );
     expect(proxied.status).toBe(202);
 
     // Delete with the name typed; restore within the window.
@@ -214,8 +225,13 @@ describe("settings pages by role", () => {
     await page.getByRole("heading", { name: new RegExp(`^${ORG_NAME}`) }).waitFor();
     // Members with their roles, as the API lists them; the owner may change the viewer's role.
     const members = await api(`/orgs/${orgId}/members`, owner);
-    await page.locator("tr[data-member]").nth(members.length - 1).waitFor();
-    const rows = await page.locator("tr[data-member]").evaluateAll((rs) => rs.map((r) => [r.getAttribute("data-member"), r.getAttribute("data-role")]));
+    await page
+      .locator("tr[data-member]")
+      .nth(members.length - 1)
+      .waitFor();
+    const rows = await page
+      .locator("tr[data-member]")
+      .evaluateAll((rs) => rs.map((r) => [r.getAttribute("data-member"), r.getAttribute("data-role")]));
     expect(rows.sort()).toEqual(members.map((m: { email: string; role: string }) => [m.email, m.role]).sort());
     // A role changed through the select: the API agrees; and back.
     await page.getByLabel(`Role of ${VIEWER}`).selectOption("member");
@@ -242,7 +258,9 @@ describe("settings pages by role", () => {
     await page.getByRole("button", { name: "Invite" }).click();
     await page.locator('tr[data-invitation="nina@example.com"][data-role="admin"]').waitFor();
     const invitations = await api(`/orgs/${orgId}/invitations`, owner);
-    const shownInv = await page.locator("tr[data-invitation]").evaluateAll((rs) => rs.map((r) => [r.getAttribute("data-invitation"), r.getAttribute("data-role")]));
+    const shownInv = await page
+      .locator("tr[data-invitation]")
+      .evaluateAll((rs) => rs.map((r) => [r.getAttribute("data-invitation"), r.getAttribute("data-role")]));
     expect(shownInv).toEqual(invitations.map((i: { email: string; role: string }) => [i.email, i.role]));
     await smtp.linkFor("nina@example.com", "/invitations/accept");
 
@@ -379,7 +397,9 @@ describe("settings pages by role", () => {
     const sessions = await api("/me/sessions", sessionHeaders(second));
     expect(sessions.length).toBe(2);
     await page.locator('table[data-count="2"]').waitFor();
-    const shown = await page.locator("tr[data-session]").evaluateAll((rs) => rs.map((r) => [r.getAttribute("data-session"), r.getAttribute("data-current")]));
+    const shown = await page
+      .locator("tr[data-session]")
+      .evaluateAll((rs) => rs.map((r) => [r.getAttribute("data-session"), r.getAttribute("data-current")]));
     expect(shown.sort()).toEqual(sessions.map((x: { id: string; current: boolean }) => [x.id, String(x.current)]).sort());
     await page.locator('tr[data-current="true"]').getByText("this device", { exact: true }).waitFor();
 
@@ -402,21 +422,38 @@ describe("settings pages by role", () => {
     const SECRET = "sk_test_dash";
     const WEBHOOK = "whsec_dash";
     let b: TestServer | undefined;
-    const stripe = await startStripeDouble({ secretKey: SECRET, prices: ["price_starter", "price_growth"], publicUrl: () => b!.server.services.config.publicUrl });
-    b = await startTestServer({ smtpUrl: smtp.url, stripeSecretKey: SECRET, stripeWebhookSecret: WEBHOOK, stripeApiBase: stripe.url, stripePrices: { starter: "price_starter", growth: "price_growth" } });
+    const stripe = await startStripeDouble({
+      secretKey: SECRET,
+      prices: ["price_starter", "price_growth"],
+      publicUrl: () => b!.server.services.config.publicUrl,
+    });
+    b = await startTestServer({
+      smtpUrl: smtp.url,
+      stripeSecretKey: SECRET,
+      stripeWebhookSecret: WEBHOOK,
+      stripeApiBase: stripe.url,
+      stripePrices: { starter: "price_starter", growth: "price_growth" },
+    });
     try {
       const cookie = await signIn(b, smtp, "bill@example.com");
       const h = sessionHeaders(cookie);
-      const org = ((await (await b.api("/orgs", { method: "POST", json: { name: "Paying org" }, headers: h })).json()) as { id: number }).id;
+      const org = ((await (await b.api("/orgs", { method: "POST", json: { name: "Paying org" }, headers: h })).json()) as { id: number })
+        .id;
       const view = async () => (await (await b!.api(`/orgs/${org}/billing`, { headers: h })).json()) as any;
       const deliver = async (event: object) => {
         const payload = JSON.stringify(event);
-        const r = await b!.api("/billing/webhook", { method: "POST", body: payload, headers: { "content-type": "application/json", "stripe-signature": signature(payload, WEBHOOK, Math.floor(Date.now() / 1000)) } });
+        const r = await b!.api("/billing/webhook", {
+          method: "POST",
+          body: payload,
+          headers: { "content-type": "application/json", "stripe-signature": signature(payload, WEBHOOK, Math.floor(Date.now() / 1000)) },
+        });
         expect(r.status).toBe(200);
       };
       const context = await signedContext(cookie, b);
       // Stripe's pages are not reachable from here: stand-ins that name the page.
-      await context.route("https://checkout.stripe.test/**", (r) => r.fulfill({ contentType: "text/html", body: "<h1>Stripe Checkout</h1>" }));
+      await context.route("https://checkout.stripe.test/**", (r) =>
+        r.fulfill({ contentType: "text/html", body: "<h1>Stripe Checkout</h1>" }),
+      );
       await context.route("https://billing.stripe.test/**", (r) => r.fulfill({ contentType: "text/html", body: "<h1>Stripe portal</h1>" }));
       const page = await context.newPage();
       const errors = watchErrors(page);
@@ -438,7 +475,20 @@ describe("settings pages by role", () => {
 
       // Stripe confirms; the person comes back to /orgs/{id}/billing.
       const t = Math.floor(Date.now() / 1000);
-      await deliver(stripeEvent("customer.subscription.created", subscription({ id: "sub_dash", customer: session!.customer, price: "price_starter", status: "active", orgId: org, periodEndS: t + 30 * 86400 }), t));
+      await deliver(
+        stripeEvent(
+          "customer.subscription.created",
+          subscription({
+            id: "sub_dash",
+            customer: session!.customer,
+            price: "price_starter",
+            status: "active",
+            orgId: org,
+            periodEndS: t + 30 * 86400,
+          }),
+          t,
+        ),
+      );
       await page.goto(`${b.url}/orgs/${org}/billing?checkout=success&session_id=cs_x`);
       await page.getByText("Stripe took the payment").waitFor();
       await page.locator('[data-plan="starter"][data-status="active"]').waitFor();
@@ -446,7 +496,20 @@ describe("settings pages by role", () => {
       expect(await page.getByRole("button", { name: /^Choose / }).count()).toBe(0);
 
       // A failed payment: past due, with the grace period's end as the API gives it.
-      await deliver(stripeEvent("invoice.payment_failed", invoice({ id: "in_dash", customer: session!.customer, subscription: "sub_dash", orgId: org, periodEndS: t + 30 * 86400, paid: false }), t + 1));
+      await deliver(
+        stripeEvent(
+          "invoice.payment_failed",
+          invoice({
+            id: "in_dash",
+            customer: session!.customer,
+            subscription: "sub_dash",
+            orgId: org,
+            periodEndS: t + 30 * 86400,
+            paid: false,
+          }),
+          t + 1,
+        ),
+      );
       const pastDue = await view();
       expect(pastDue.status).toBe("past_due");
       await page.reload();

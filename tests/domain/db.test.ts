@@ -1,5 +1,4 @@
 import { describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import { openDb, makeDurable, migrate, syncToDisk, withoutSyncWait } from "../../src/domain/db.ts";
 import { MIGRATIONS } from "../../src/domain/migrations.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -26,7 +25,11 @@ describe("metadata store", () => {
       db.transaction(() => db.run("INSERT INTO orgs (name, created_at) VALUES ('acme', 1)"))();
     });
     expect(sync()).toBe(2);
-    expect(() => withoutSyncWait(db, () => { throw new Error("boom"); })).toThrow("boom");
+    expect(() =>
+      withoutSyncWait(db, () => {
+        throw new Error("boom");
+      }),
+    ).toThrow("boom");
     expect(sync()).toBe(2);
     await syncToDisk(db);
     db.close();

@@ -39,7 +39,11 @@ function metadata(dir: string): Record<string, unknown[]> {
 }
 
 function run(args: string[], env: Record<string, string> = {}) {
-  const r = Bun.spawnSync([process.execPath, entry, ...args], { env: { ...process.env, SEXTANT_LOG: "silent", ...env }, stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([process.execPath, entry, ...args], {
+    env: { ...process.env, SEXTANT_LOG: "silent", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 }
 
@@ -55,7 +59,9 @@ async function setup(dir: string, plansFile: string) {
   const s = await startTestServer({ dataDir: dir, plansFile });
   const h = await ownerHeaders(s, "backup@example.com");
   const app = await newApp(s, h);
-  expect((await s.api(`/apps/${app.appId}/funnels`, { method: "POST", json: { name: "Signup", steps: ["open", "tap"] }, headers: h })).status).toBe(201);
+  expect(
+    (await s.api(`/apps/${app.appId}/funnels`, { method: "POST", json: { name: "Signup", steps: ["open", "tap"] }, headers: h })).status,
+  ).toBe(201);
   expect((await s.api(`/orgs/${app.orgId}/tokens`, { method: "POST", json: { name: "ci" }, headers: h })).status).toBe(201);
   await s.stop();
   return app;
@@ -82,7 +88,14 @@ function makeBatch(b: number): Sent {
   return {
     id: crypto.randomUUID(),
     b,
-    body: batch(Array.from({ length: PER_BATCH }, (_, i) => ({ name: "bk", ts: new Date(now - 3_600_000 + i).toISOString(), session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e", props: { b, i } }))),
+    body: batch(
+      Array.from({ length: PER_BATCH }, (_, i) => ({
+        name: "bk",
+        ts: new Date(now - 3_600_000 + i).toISOString(),
+        session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e",
+        props: { b, i },
+      })),
+    ),
   };
 }
 
@@ -133,12 +146,23 @@ describe("sextant backup", () => {
       SEXTANT_JOB_SCHEDULE: "flush=* * * * * *;flush-if-large=* * * * * *",
     };
     const sent: Sent[] = [];
-    const results: { dest: string; point: { seq: number; at: string }; acked: Sent[]; attempts: number; killedAt: number; createdAt: string }[] = [];
+    const results: {
+      dest: string;
+      point: { seq: number; at: string };
+      acked: Sent[];
+      attempts: number;
+      killedAt: number;
+      createdAt: string;
+    }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const load = await startLoad(env, app.key, sent, round);
       await Bun.sleep(1500);
       const dest = join(root, `backup-${round}`);
-      const bk = Bun.spawn([process.execPath, entry, "backup", dest, "--data-dir", dir], { env: { ...process.env, SEXTANT_LOG: "silent" }, stdout: "pipe", stderr: "pipe" });
+      const bk = Bun.spawn([process.execPath, entry, "backup", dest, "--data-dir", dir], {
+        env: { ...process.env, SEXTANT_LOG: "silent" },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       let out = "";
       const reading = (async () => {
         for await (const c of bk.stdout) out += new TextDecoder().decode(c);
@@ -159,7 +183,11 @@ describe("sextant backup", () => {
       expect(out).toMatch(/^point: log sequence \d+; every event acknowledged before \S+Z is in this backup$/m);
       expect(out).toMatch(/^newest event: \d{4}-/m);
       expect(out).toMatch(/^size: [\d.]+ (B|KiB|MiB)/m);
-      const manifest = JSON.parse(readFileSync(join(dest, "backup.json"), "utf8")) as { point: { seq: number; at: string }; attempts: number; created_at: string };
+      const manifest = JSON.parse(readFileSync(join(dest, "backup.json"), "utf8")) as {
+        point: { seq: number; at: string };
+        attempts: number;
+        created_at: string;
+      };
       expect(out).toContain(`before ${manifest.point.at}`);
       // Only a whole backup is ever under DEST's name; no LOCK is copied.
       expect(existsSync(join(dest, "LOCK"))).toBe(false);
@@ -181,7 +209,17 @@ describe("sextant backup", () => {
       expect(missing).toEqual([]);
     }
     // Where each kill landed: ms after the backup's point (negative: before it) and before its end.
-    console.log(JSON.stringify(results.map((r) => ({ point: r.point, acked_batches: r.acked.length, attempts: r.attempts, kill_after_point_ms: r.killedAt - Date.parse(r.point.at), kill_before_end_ms: Date.parse(r.createdAt) - r.killedAt }))));
+    console.log(
+      JSON.stringify(
+        results.map((r) => ({
+          point: r.point,
+          acked_batches: r.acked.length,
+          attempts: r.attempts,
+          kill_after_point_ms: r.killedAt - Date.parse(r.point.at),
+          kill_before_end_ms: Date.parse(r.createdAt) - r.killedAt,
+        })),
+      ),
+    );
   }, 120_000);
 
   test("checkpoints between the log's copy and the metadata's snapshot, and a kill there, lose nothing acknowledged before the point", async () => {
@@ -189,7 +227,13 @@ describe("sextant backup", () => {
     const plansFile = join(root, "plans-paused.json");
     writeFileSync(plansFile, JSON.stringify([{ id: "free", events_per_month: 1_000_000_000, price_usd_month: 0 }]));
     const app = await setup(dir, plansFile);
-    const env = { SEXTANT_DATA_DIR: dir, SEXTANT_TRUST_PROXY: "true", SEXTANT_PLANS_FILE: plansFile, SEXTANT_FLUSH_EVENTS: "200", SEXTANT_JOB_SCHEDULE: "flush=* * * * * *;flush-if-large=* * * * * *" };
+    const env = {
+      SEXTANT_DATA_DIR: dir,
+      SEXTANT_TRUST_PROXY: "true",
+      SEXTANT_PLANS_FILE: plansFile,
+      SEXTANT_FLUSH_EVENTS: "200",
+      SEXTANT_JOB_SCHEDULE: "flush=* * * * * *;flush-if-large=* * * * * *",
+    };
     const sent: Sent[] = [];
     const gen = () => {
       const db = new Database(join(dir, "sextant.db"), { readonly: true });
@@ -306,7 +350,9 @@ describe("sextant backup", () => {
     expect(refused.err).toMatch(/^sextant: the data directory .* is not empty \(stray\); restore with --force to replace its contents\n$/);
     const r = run(["restore", dest, "--data-dir", target, "--force"]);
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toMatch(/^restored \d+ files \(.+\) into .* in [\d.]+ s; the backup holds every event acknowledged before \S+Z \(log sequence \d+\)\n$/);
+    expect(r.out).toMatch(
+      /^restored \d+ files \(.+\) into .* in [\d.]+ s; the backup holds every event acknowledged before \S+Z \(log sequence \d+\)\n$/,
+    );
     expect(existsSync(join(target, "stray"))).toBe(false);
     expect(existsSync(join(target, "backup.json"))).toBe(false);
     expect(metadata(target)).toEqual(before);
@@ -331,14 +377,23 @@ describe("sextant backup", () => {
     const plansFile = join(root, "plans-sched.json");
     writeFileSync(plansFile, JSON.stringify([{ id: "free", events_per_month: 1_000_000_000, price_usd_month: 0 }]));
     const app = await setup(dir, plansFile);
-    const env = { SEXTANT_DATA_DIR: dir, SEXTANT_TRUST_PROXY: "true", SEXTANT_PLANS_FILE: plansFile, SEXTANT_JOB_SCHEDULE: "backup=* * * * * *;flush=*/2 * * * * *" };
+    const env = {
+      SEXTANT_DATA_DIR: dir,
+      SEXTANT_TRUST_PROXY: "true",
+      SEXTANT_PLANS_FILE: plansFile,
+      SEXTANT_JOB_SCHEDULE: "backup=* * * * * *;flush=*/2 * * * * *",
+    };
     // Scheduled every second but without a directory: the job does not exist.
     const off = await spawnSextant([process.execPath, entry], env);
     await Bun.sleep(2200);
     expect(off.output()).not.toContain('"job":"backup"');
     expect(await off.signal("SIGTERM")).toBe(0);
 
-    const inside = Bun.spawnSync([process.execPath, entry], { env: { ...process.env, ...env, SEXTANT_PORT: "0", SEXTANT_BACKUP_DIR: join(dir, "bk") }, stderr: "pipe", stdout: "pipe" });
+    const inside = Bun.spawnSync([process.execPath, entry], {
+      env: { ...process.env, ...env, SEXTANT_PORT: "0", SEXTANT_BACKUP_DIR: join(dir, "bk") },
+      stderr: "pipe",
+      stdout: "pipe",
+    });
     expect(inside.exitCode).toBe(2);
     expect(inside.stderr.toString()).toMatch(/^sextant: SEXTANT_BACKUP_DIR .* is inside the data directory .*\n$/);
 
@@ -349,7 +404,10 @@ describe("sextant backup", () => {
     const sentAt = Date.now();
     // Two runs after the batches: the second is incremental over the first.
     const end = performance.now() + 15_000;
-    const runs = () => [...p.output().matchAll(/"msg":"backup written".*"point_at":"([^"]+)".*"partitions_kept":(\d+)/g)].filter((m) => Date.parse(m[1]!) > sentAt);
+    const runs = () =>
+      [...p.output().matchAll(/"msg":"backup written".*"point_at":"([^"]+)".*"partitions_kept":(\d+)/g)].filter(
+        (m) => Date.parse(m[1]!) > sentAt,
+      );
     while (runs().length < 2 && performance.now() < end) await Bun.sleep(50);
     expect(await p.signal("SIGTERM")).toBe(0);
     expect(runs().length).toBeGreaterThanOrEqual(2);

@@ -63,7 +63,12 @@ describe("checkpoints and session state", () => {
   const checkpointRows = (dir: string) => {
     const db = openDb(dir);
     try {
-      return Object.fromEntries(db.query<{ key: string; value: unknown }, []>("SELECT key, value FROM checkpoint").all().map((r) => [r.key, r.value]));
+      return Object.fromEntries(
+        db
+          .query<{ key: string; value: unknown }, []>("SELECT key, value FROM checkpoint")
+          .all()
+          .map((r) => [r.key, r.value]),
+      );
     } finally {
       db.close();
     }

@@ -27,7 +27,14 @@ async function ingest(s: TestServer, key: string, from: number, to: number, dayO
     const r = await sendBatch(
       s.url,
       key,
-      batch(Array.from({ length: PER }, (_, i) => ({ name: i === 0 ? "pageview" : "tap", ts: new Date(base - (to - b) * 60_000 + i * 1000).toISOString(), session_id: `s${b % 7}`, props: { b, i } }))),
+      batch(
+        Array.from({ length: PER }, (_, i) => ({
+          name: i === 0 ? "pageview" : "tap",
+          ts: new Date(base - (to - b) * 60_000 + i * 1000).toISOString(),
+          session_id: `s${b % 7}`,
+          props: { b, i },
+        })),
+      ),
       { headers: { "x-forwarded-for": `10.0.${b % 250}.1` } },
     );
     expect(r.status).toBe(200);
@@ -45,7 +52,14 @@ function once(s: TestServer, app: number, batches: number) {
 function answers(s: TestServer, app: number) {
   const st = s.server.services.store;
   const today = dayNumber(new Date().toISOString().slice(0, 10));
-  const days = Array.from({ length: 7 }, (_, i) => st.rollups.totals(app, today - i, false)).map((t) => [t.day, t.events, t.pageviews, t.users, t.sessions, t.bounces]);
+  const days = Array.from({ length: 7 }, (_, i) => st.rollups.totals(app, today - i, false)).map((t) => [
+    t.day,
+    t.events,
+    t.pageviews,
+    t.users,
+    t.sessions,
+    t.bounces,
+  ]);
   return { usage: s.server.services.ingest.usage.range(app, "2000-01-01", "2999-12-31"), days, count: st.count(app) };
 }
 
@@ -78,7 +92,9 @@ describe("crash points", () => {
       try {
         once(s2, app.appId, 30);
         // Start-up keeps only the file the metadata store names.
-        const named = s2.server.services.db.query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'state_gen'").get()!.value;
+        const named = s2.server.services.db
+          .query<{ value: string }, []>("SELECT value FROM checkpoint WHERE key = 'state_gen'")
+          .get()!.value;
         expect(readdirSync(stateDirOf(dir))).toEqual([`${named}.sessions`]);
         expect(answers(s2, app.appId)).toEqual(before);
         // And it keeps working: more events, a clean checkpoint, a restart.
@@ -106,7 +122,10 @@ describe("crash points", () => {
       const date = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
       const before = answers(s, app.appId);
       // (Bun's expect(promise).rejects never settles on a rejection from a worker thread.)
-      const err = await sv.store.compactDay(app.appId, date, point).then(() => null, (e: Error) => e);
+      const err = await sv.store.compactDay(app.appId, date, point).then(
+        () => null,
+        (e: Error) => e,
+      );
       expect(err?.message).toContain("simulated crash");
       await s.abort();
       const s2 = await startTestServer({ dataDir: dir, trustProxy: true });

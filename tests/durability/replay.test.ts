@@ -20,7 +20,9 @@ describe("replay of the write-ahead log at start-up", () => {
 
     const t = await startTestServer({ dataDir: dir });
     try {
-      const line = t.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "a log record could not be replayed; kept aside");
+      const line = t.logs
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.msg === "a log record could not be replayed; kept aside");
       expect(line).toBeDefined();
       const kept = readdirSync(join(dir, "quarantine"));
       expect(kept).toEqual([`${String(line!.seq).padStart(16, "0")}-1.rec`]);
@@ -41,7 +43,12 @@ describe("replay of the write-ahead log at start-up", () => {
   for (const kind of ["worker thread", "inline"] as const) {
     test(`zero-filled segments (${kind} writer): every record back, the zeros cut off without a warning; a torn record is still reported`, async () => {
       const dir = join(tempDir("sextant-replay-zeros-"), "wal");
-      const open = (lines: string[]) => Wal.open(dir, createLogger("json", (l) => lines.push(l)), kind === "inline" ? (d) => new InlineWriter(d) : undefined);
+      const open = (lines: string[]) =>
+        Wal.open(
+          dir,
+          createLogger("json", (l) => lines.push(l)),
+          kind === "inline" ? (d) => new InlineWriter(d) : undefined,
+        );
       const wal = open([]);
       wal.replay(() => {});
       const payloads = Array.from({ length: 50 }, (_, i) => new TextEncoder().encode(`record ${i} `.repeat(20 + i)));
@@ -54,7 +61,11 @@ describe("replay of the write-ahead log at start-up", () => {
       const logical = payloads.reduce((n, p) => n + p.length + 17, 0);
       // The fill is there: the file is longer than its records, and zeros past them.
       expect(statSync(file).size).toBeGreaterThanOrEqual(logical + PREFILL_BYTES / 2);
-      expect(readFileSync(file).subarray(logical).every((b) => b === 0)).toBe(true);
+      expect(
+        readFileSync(file)
+          .subarray(logical)
+          .every((b) => b === 0),
+      ).toBe(true);
 
       const lines: string[] = [];
       const again = open(lines);

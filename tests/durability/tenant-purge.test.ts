@@ -41,7 +41,12 @@ const sql = <T>(dataDir: string, q: string, ...args: (string | number)[]): T[] =
 
 async function sendEvents(s: TestServer, key: string, n: number, clock: TestClock, tag: string) {
   for (let b = 0; b < n; b += 5) {
-    const evs = Array.from({ length: 5 }, (_, i) => ({ name: `secret_${tag}`, ts: new Date(clock.ms - 60_000 + i).toISOString(), session_id: `${tag}-${b}`, props: { plan: `${tag}-only` } }));
+    const evs = Array.from({ length: 5 }, (_, i) => ({
+      name: `secret_${tag}`,
+      ts: new Date(clock.ms - 60_000 + i).toISOString(),
+      session_id: `${tag}-${b}`,
+      props: { plan: `${tag}-only` },
+    }));
     const r = await sendBatch(s.url, key, batch(evs), { headers: { "x-forwarded-for": `10.9.${b}.1` } });
     expect(r.status).toBe(200);
   }
@@ -153,7 +158,9 @@ describe("purging a deleted org", () => {
     expect(files(join(dataDir, "wal")).length).toBeGreaterThan(0);
     const s = await startTestServer({ dataDir, trustProxy: true }, { clock });
     try {
-      const opened = s.logs.map((l) => JSON.parse(l) as { msg: string; skipped?: number; events?: number }).find((l) => l.msg === "store opened")!;
+      const opened = s.logs
+        .map((l) => JSON.parse(l) as { msg: string; skipped?: number; events?: number })
+        .find((l) => l.msg === "store opened")!;
       expect(opened.events).toBe(0);
       expect(opened.skipped).toBeGreaterThan(0);
       expect(s.server.services.store.count(a.appId)).toBe(0);
@@ -295,7 +302,10 @@ describe("export downloads", () => {
 describe("migration 7: ids never given twice", () => {
   test("a data directory from before keeps its orgs, apps, members and keys, and new ids start above every id any row names", async () => {
     const dataDir = newDir();
-    const old = openDb(dataDir, MIGRATIONS.filter((m) => m.version <= 6));
+    const old = openDb(
+      dataDir,
+      MIGRATIONS.filter((m) => m.version <= 6),
+    );
     const now = Date.now();
     old.exec(`INSERT INTO users (id, email, created_at) VALUES (1, 'dora@example.com', ${now})`);
     old.exec(`INSERT INTO orgs (id, name, created_at) VALUES (1, 'Dora', ${now})`);
@@ -309,7 +319,11 @@ describe("migration 7: ids never given twice", () => {
 
     const s = await startTestServer({ dataDir, trustProxy: true });
     try {
-      const r = await sendBatch(s.url, "ak_doraskey0000000000000000", batch([{ name: "still_works", ts: new Date().toISOString(), session_id: "s1" }]));
+      const r = await sendBatch(
+        s.url,
+        "ak_doraskey0000000000000000",
+        batch([{ name: "still_works", ts: new Date().toISOString(), session_id: "s1" }]),
+      );
       expect(r.status).toBe(200);
       expect(((await r.json()) as { accepted: number }).accepted).toBe(1);
       const dora = await ownerHeaders(s, "dora@example.com");

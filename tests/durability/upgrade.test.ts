@@ -79,11 +79,16 @@ describe("a data directory written by the previous release (2dd43a8)", () => {
     const check = async (s: TestServer) => {
       // The same user signs in again (the magic link, as on a fresh install without mail).
       const h = await ownerHeaders(s, expected.email);
-      const me = (await (await s.api("/me", { headers: h })).json()) as { user: { email: string }; orgs: { id: number; name: string; role: string }[] };
+      const me = (await (await s.api("/me", { headers: h })).json()) as {
+        user: { email: string };
+        orgs: { id: number; name: string; role: string }[];
+      };
       expect(me.user.email).toBe(expected.email);
       expect(me.orgs.map((o) => ({ id: o.id, name: o.name, role: o.role }))).toEqual([{ ...expected.org, role: "owner" }]);
       const apps = (await (await s.api("/apps", { headers: h })).json()) as { id: number; kind: string }[];
-      expect(apps.map((a) => ({ id: a.id, kind: a.kind })).sort((a, b) => a.id - b.id)).toEqual(expected.apps.map(({ id, kind }) => ({ id, kind })));
+      expect(apps.map((a) => ({ id: a.id, kind: a.kind })).sort((a, b) => a.id - b.id)).toEqual(
+        expected.apps.map(({ id, kind }) => ({ id, kind })),
+      );
       for (const a of expected.apps) {
         const keys = (await (await s.api(`/apps/${a.id}/keys`, { headers: h })).json()) as unknown[];
         expect(keys.length).toBe(a.keys);
@@ -123,10 +128,15 @@ describe("a data directory written by the previous release (2dd43a8)", () => {
     writeFileSync(join(dir, "FORMAT"), `${DATA_FORMAT + 1}\n`);
     const before = snapshot(dir);
     const entry = join(import.meta.dir, "../../bin/sextant.ts");
-    const r = Bun.spawnSync([process.execPath, entry, "serve"], { env: { ...process.env, SEXTANT_DATA_DIR: dir, SEXTANT_PORT: "0", SEXTANT_HOST: "127.0.0.1" }, stdin: "ignore" });
+    const r = Bun.spawnSync([process.execPath, entry, "serve"], {
+      env: { ...process.env, SEXTANT_DATA_DIR: dir, SEXTANT_PORT: "0", SEXTANT_HOST: "127.0.0.1" },
+      stdin: "ignore",
+    });
     expect(r.exitCode).toBe(2);
     expect(r.stdout.toString()).toBe("");
-    expect(r.stderr.toString()).toBe(`sextant: the data directory ${dir} was written by a newer Sextant (format ${DATA_FORMAT + 1}; this build reads up to ${DATA_FORMAT})\n`);
+    expect(r.stderr.toString()).toBe(
+      `sextant: the data directory ${dir} was written by a newer Sextant (format ${DATA_FORMAT + 1}; this build reads up to ${DATA_FORMAT})\n`,
+    );
     // Not a file touched: no lock, no SQLite -wal/-shm, the log and partitions as they were.
     expect(snapshot(dir)).toEqual(before);
   });
@@ -137,9 +147,16 @@ describe("a data directory written by the previous release (2dd43a8)", () => {
     db.exec("PRAGMA user_version = 999");
     db.close();
     const entry = join(import.meta.dir, "../../bin/sextant.ts");
-    const r = Bun.spawnSync([process.execPath, entry, "serve"], { env: { ...process.env, SEXTANT_DATA_DIR: dir, SEXTANT_PORT: "0", SEXTANT_HOST: "127.0.0.1" }, stdin: "ignore" });
+    const r = Bun.spawnSync([process.execPath, entry, "serve"], {
+      env: { ...process.env, SEXTANT_DATA_DIR: dir, SEXTANT_PORT: "0", SEXTANT_HOST: "127.0.0.1" },
+      stdin: "ignore",
+    });
     expect(r.exitCode).toBe(2);
-    expect(r.stderr.toString()).toMatch(new RegExp(`^sextant: the data directory ${dir} was written by a newer Sextant \\(metadata schema 999; this build reads up to \\d+\\)\\n$`));
+    expect(r.stderr.toString()).toMatch(
+      new RegExp(
+        `^sextant: the data directory ${dir} was written by a newer Sextant \\(metadata schema 999; this build reads up to \\d+\\)\\n$`,
+      ),
+    );
     expect(readdirSync(dir)).not.toContain("FORMAT");
   });
 });

@@ -8,7 +8,9 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-const CANDIDATES = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].filter(Boolean) as string[];
+const CANDIDATES = [process.env.CHROMIUM_PATH, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].filter(
+  Boolean,
+) as string[];
 
 export function chromiumPath(): string {
   const p = CANDIDATES.find((c) => existsSync(c));
@@ -17,7 +19,11 @@ export function chromiumPath(): string {
 }
 
 export async function launch(): Promise<Browser> {
-  return chromium.launch({ executablePath: chromiumPath(), headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"] });
+  return chromium.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+  });
 }
 
 export const SCREENSHOTS = join(import.meta.dir, "..", ".screenshots");

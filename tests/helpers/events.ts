@@ -12,7 +12,11 @@ export function rng(seed: number) {
   };
 }
 
-export function randomEvents(app: number, count: number, opts: { seed?: number; start?: number; spanMs?: number; web?: boolean } = {}): StoredEvent[] {
+export function randomEvents(
+  app: number,
+  count: number,
+  opts: { seed?: number; start?: number; spanMs?: number; web?: boolean } = {},
+): StoredEvent[] {
   const r = rng(opts.seed ?? 1);
   const start = opts.start ?? Date.UTC(2026, 10, 1);
   const span = opts.spanMs ?? 3 * 86_400_000;
@@ -61,5 +65,19 @@ export function randomEvents(app: number, count: number, opts: { seed?: number; 
 
 /** A canonical form for comparing event sets regardless of order. */
 export function canonical(events: Iterable<StoredEvent>): string[] {
-  return [...events].map((e) => JSON.stringify([e.app, e.ts, e.name, e.session, e.visitor, e.debug, Object.entries(e.dims).sort(), Object.entries(e.sp).sort(), Object.entries(e.np).sort()])).sort();
+  return [...events]
+    .map((e) =>
+      JSON.stringify([
+        e.app,
+        e.ts,
+        e.name,
+        e.session,
+        e.visitor,
+        e.debug,
+        Object.entries(e.dims).sort(),
+        Object.entries(e.sp).sort(),
+        Object.entries(e.np).sort(),
+      ]),
+    )
+    .sort();
 }

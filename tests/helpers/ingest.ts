@@ -8,7 +8,10 @@ import { sessionHeaders, type TestServer } from "./server.ts";
 export async function ownerHeaders(s: TestServer, email = `owner-${Math.random().toString(36).slice(2)}@example.com`) {
   const r = await s.api("/auth/magic-link", { method: "POST", json: { email } });
   if (r.status !== 202) throw new Error(`magic-link ${r.status}`);
-  const line = [...s.logs].reverse().map((l) => JSON.parse(l) as { link?: string; to?: string }).find((l) => l.to === email && l.link)!;
+  const line = [...s.logs]
+    .reverse()
+    .map((l) => JSON.parse(l) as { link?: string; to?: string })
+    .find((l) => l.to === email && l.link)!;
   const token = new URL(line.link!).searchParams.get("token")!;
   const v = await s.api("/auth/verify", { method: "POST", json: { token }, headers: { "x-requested-with": "t" } });
   return sessionHeaders(v.headers.get("set-cookie")!.split(";")[0]!);
@@ -21,14 +24,25 @@ export async function newApp(
   origins?: string[],
   orgId?: number,
 ): Promise<{ appId: number; orgId: number; key: string }> {
-  const org =
-    orgId ?? ((await (await s.api("/orgs", { method: "POST", json: { name: "Org" }, headers })).json()) as { id: number }).id;
-  const r = await s.api("/apps", { method: "POST", json: { org_id: org, kind, name: `${kind} app`, ...(origins ? { origins } : {}) }, headers });
+  const org = orgId ?? ((await (await s.api("/orgs", { method: "POST", json: { name: "Org" }, headers })).json()) as { id: number }).id;
+  const r = await s.api("/apps", {
+    method: "POST",
+    json: { org_id: org, kind, name: `${kind} app`, ...(origins ? { origins } : {}) },
+    headers,
+  });
   const body = (await r.json()) as { app: { id: number }; key: string };
   return { appId: body.app.id, orgId: org, key: body.key };
 }
 
-export const SYSTEM = { os_name: "iOS", os_version: "17.2", device_model: "iPhone15,2", locale: "en_GB", app_version: "2.1.0", app_build: "210", is_debug: false };
+export const SYSTEM = {
+  os_name: "iOS",
+  os_version: "17.2",
+  device_model: "iPhone15,2",
+  locale: "en_GB",
+  app_version: "2.1.0",
+  app_build: "210",
+  is_debug: false,
+};
 
 export function ev(name: string, extra: Record<string, unknown> = {}) {
   return { name, ts: new Date().toISOString(), session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e", props: {}, ...extra };
@@ -62,4 +76,18 @@ export function sendWeb(baseUrl: string, body: unknown, headers: Record<string, 
     headers: { "content-type": "text/plain", ...headers },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
+}
+
+/**
+ * Opens a batch upload over a raw socket from `client` (X-Forwarded-For: the server must
+ * trust it) that sends its headers and the first byte of a 1,000-byte body, then stalls:
+ * the request holds one of ingest's in-flight slots until the socket is ended.
+ */
+export async function stalledUpload(baseUrl: string, key: string, client: string): Promise<import("bun").Socket> {
+  const sock = await Bun.connect({ hostname: "127.0.0.1", port: Number(new URL(baseUrl).port), socket: { data() {}, error() {} } });
+  sock.write(
+    `POST /v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-App-Key: ${key}\r\n` +
+      `X-Batch-Id: ${crypto.randomUUID()}\r\nX-Forwarded-For: ${client}\r\nContent-Length: 1000\r\n\r\n{`,
+  );
+  return sock;
 }

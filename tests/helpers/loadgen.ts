@@ -13,8 +13,21 @@ const maxInflight = Number(maxS);
 const ts = new Date().toISOString();
 const body = JSON.stringify({
   sdk: "load/1",
-  system: { os_name: "iOS", os_version: "17.2", device_model: "iPhone15,2", locale: "en_GB", app_version: "2.1.0", app_build: "210", is_debug: false },
-  events: Array.from({ length: 100 }, (_, i) => ({ name: i % 7 ? "tap" : "open", ts, session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e", props: { i } })),
+  system: {
+    os_name: "iOS",
+    os_version: "17.2",
+    device_model: "iPhone15,2",
+    locale: "en_GB",
+    app_version: "2.1.0",
+    app_build: "210",
+    is_debug: false,
+  },
+  events: Array.from({ length: 100 }, (_, i) => ({
+    name: i % 7 ? "tap" : "open",
+    ts,
+    session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e",
+    props: { i },
+  })),
 });
 const statuses: Record<number, number> = {};
 let accepted = 0;
@@ -28,7 +41,12 @@ const send = async () => {
   try {
     const r = await fetch(url + "/v1/batch", {
       method: "POST",
-      headers: { "content-type": "application/json", "x-app-key": key, "x-batch-id": crypto.randomUUID(), "x-forwarded-for": `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` },
+      headers: {
+        "content-type": "application/json",
+        "x-app-key": key,
+        "x-batch-id": crypto.randomUUID(),
+        "x-forwarded-for": `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+      },
       body,
     });
     statuses[r.status] = (statuses[r.status] ?? 0) + 1;
@@ -62,6 +80,16 @@ await Promise.all(inflight);
 latencies.sort((a, b) => a - b);
 const q = (f: number) => Math.round(latencies[Math.floor(f * (latencies.length - 1))] ?? 0);
 process.stdout.write(
-  JSON.stringify({ scheduled_per_s: Math.round(sent / elapsed), offered_per_s: Math.round((sent - skipped) / elapsed), skipped, statuses, accepted, accepted_batches_per_s: Math.round((statuses[200] ?? 0) / elapsed), missingRetryAfter, p50_ms: q(0.5), p99_ms: q(0.99) }) + "\n",
+  JSON.stringify({
+    scheduled_per_s: Math.round(sent / elapsed),
+    offered_per_s: Math.round((sent - skipped) / elapsed),
+    skipped,
+    statuses,
+    accepted,
+    accepted_batches_per_s: Math.round((statuses[200] ?? 0) / elapsed),
+    missingRetryAfter,
+    p50_ms: q(0.5),
+    p99_ms: q(0.99),
+  }) + "\n",
 );
 export {};

@@ -30,7 +30,8 @@ export interface RefDay {
 /** Daily totals for one app and debug flag: events by their day, sessions by their first event's day. */
 export function refDaily(events: StoredEvent[], debug: boolean): Map<string, RefDay> {
   const out = new Map<string, RefDay>();
-  const get = (d: string) => out.get(d) ?? out.set(d, { events: 0, pageviews: 0, users: 0, sessions: 0, bounces: 0, durations: [] }).get(d)!;
+  const get = (d: string) =>
+    out.get(d) ?? out.set(d, { events: 0, pageviews: 0, users: 0, sessions: 0, bounces: 0, durations: [] }).get(d)!;
   const visitors = new Map<string, Set<number>>();
   const sessions = new Map<number, StoredEvent[]>();
   for (const e of events) {
@@ -92,7 +93,9 @@ export function refMatch(all: StoredEvent[], q: RefQuery, from = q.from, to = q.
   if (sess.length) {
     const near = evs.filter((e) => e.ts >= from - DAYMS && e.ts < to + DAYMS);
     const by = groupBy(near, (e) => e.session);
-    const ok = new Set([...by].filter(([, es]) => sess.every(([d, vs]) => vs.includes(refSessionPlace(es, d as "entry" | "exit")))).map(([s]) => s));
+    const ok = new Set(
+      [...by].filter(([, es]) => sess.every(([d, vs]) => vs.includes(refSessionPlace(es, d as "entry" | "exit")))).map(([s]) => s),
+    );
     evs = evs.filter((e) => ok.has(e.session));
   }
   return evs.filter((e) => e.ts >= from && e.ts < to);
@@ -172,21 +175,26 @@ export function refSessions(all: StoredEvent[], q: RefQuery, limit: number) {
 
 export function refBreakdown(all: StoredEvent[], q: RefQuery, dim: string, metric: "events" | "sessions" | "users", limit: number) {
   const evs = refMatch(all, q);
-  let valueOf = (e: StoredEvent) => dimValue(e, dim);
+  let valueFor = (e: StoredEvent) => dimValue(e, dim);
   if (dim === "entry" || dim === "exit") {
     const by = groupBy(evs, (e) => e.session);
     const place = new Map([...by].map(([s, es]) => [s, refSessionPlace(es, dim)]));
-    valueOf = (e) => place.get(e.session);
+    valueFor = (e) => place.get(e.session);
   }
   const m = new Map<string, StoredEvent[]>();
   for (const e of evs) {
-    const v = valueOf(e);
+    const v = valueFor(e);
     if (v === undefined) continue;
     (m.get(v) ?? m.set(v, []).get(v)!).push(e);
   }
   const rows = [...m].map(([value, es]) => ({
     value,
-    count: metric === "events" ? es.length : metric === "sessions" ? new Set(es.map((e) => e.session)).size : new Set(es.map((e) => `${dayOfMs(e.ts)}|${e.visitor}`)).size,
+    count:
+      metric === "events"
+        ? es.length
+        : metric === "sessions"
+          ? new Set(es.map((e) => e.session)).size
+          : new Set(es.map((e) => `${dayOfMs(e.ts)}|${e.visitor}`)).size,
   }));
   rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
   return rows.slice(0, limit);
@@ -239,7 +247,10 @@ export function refPaths(all: StoredEvent[], q: RefQuery, after: string) {
       next.set(label, (next.get(label) ?? 0) + 1);
     }
   }
-  return [...next].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)).slice(0, 20);
+  return [...next]
+    .map(([value, count]) => ({ value, count }))
+    .sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1))
+    .slice(0, 20);
 }
 
 export function refHeatmap(all: StoredEvent[], q: RefQuery) {
@@ -268,5 +279,7 @@ export function refEventSeries(all: StoredEvent[], q: RefQuery, name: string) {
     p.sessions.add(e.session);
     p.users.add(e.visitor);
   }
-  return [...byDay].sort(([x], [y]) => (x < y ? -1 : 1)).map(([day, p]) => ({ day, events: p.events, sessions: p.sessions.size, users: p.users.size }));
+  return [...byDay]
+    .sort(([x], [y]) => (x < y ? -1 : 1))
+    .map(([day, p]) => ({ day, events: p.events, sessions: p.sessions.size, users: p.users.size }));
 }

@@ -56,7 +56,11 @@ export interface Seen {
   encoding: string | null;
 }
 
-export type ProxyMode = "forward" | { status: number; retryAfter?: string } | "lose-answer" | ((req: Request) => Promise<Response | null> | Response | null);
+export type ProxyMode =
+  | "forward"
+  | { status: number; retryAfter?: string }
+  | "lose-answer"
+  | ((req: Request) => Promise<Response | null> | Response | null);
 
 /**
  * A loopback HTTP proxy in front of `target()`: every /v1/batch request is recorded (its

@@ -51,8 +51,13 @@ export async function startStripeDouble(opts: { secretKey: string; prices: strin
       const form = Object.fromEntries(new URLSearchParams(text));
       const rec: DoubleRequest = { method: req.method, path: url.pathname, form, idempotencyKey: req.headers.get("idempotency-key") };
       requests.push(rec);
-      if (req.headers.get("authorization") !== `Bearer ${opts.secretKey}`) return error(401, "invalid_request_error", "Invalid API Key provided");
-      if (req.method !== "GET" && req.method !== "DELETE" && !(req.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")) {
+      if (req.headers.get("authorization") !== `Bearer ${opts.secretKey}`)
+        return error(401, "invalid_request_error", "Invalid API Key provided");
+      if (
+        req.method !== "GET" &&
+        req.method !== "DELETE" &&
+        !(req.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")
+      ) {
         problems.push(`${url.pathname}: content-type ${req.headers.get("content-type")}`);
       }
       if (failure) {
@@ -76,7 +81,8 @@ export async function startStripeDouble(opts: { secretKey: string; prices: strin
         if (!opts.prices.includes(price)) return error(400, "invalid_request_error", `No such price: '${price}'`);
         if (form["line_items[0][quantity]"] !== "1") problems.push("checkout: quantity is not 1");
         const org = need(form, "client_reference_id", url.pathname);
-        if (form["metadata[org_id]"] !== org || form["subscription_data[metadata][org_id]"] !== org) problems.push("checkout: org id not in metadata");
+        if (form["metadata[org_id]"] !== org || form["subscription_data[metadata][org_id]"] !== org)
+          problems.push("checkout: org id not in metadata");
         for (const k of ["success_url", "cancel_url"]) {
           const u = need(form, k, url.pathname);
           if (opts.publicUrl && !u.startsWith(opts.publicUrl() + "/")) problems.push(`checkout: ${k} ${u} is not under the public URL`);
@@ -125,7 +131,12 @@ export function signature(payload: string, secret: string, timestampS: number, e
 let seq = 0;
 
 /** A Stripe event envelope around an object; `createdS` in seconds as Stripe sends it. */
-export function stripeEvent(type: string, object: Record<string, unknown>, createdS: number, id = `evt_${++seq}_${Math.random().toString(36).slice(2, 8)}`) {
+export function stripeEvent(
+  type: string,
+  object: Record<string, unknown>,
+  createdS: number,
+  id = `evt_${++seq}_${Math.random().toString(36).slice(2, 8)}`,
+) {
   return { id, object: "event", api_version: "2026-10-28.endive", created: createdS, livemode: false, type, data: { object } };
 }
 
@@ -148,7 +159,18 @@ export function subscription(p: {
     cancel_at_period_end: p.cancelAtPeriodEnd ?? false,
     cancel_at: p.cancelAtS ?? null,
     metadata: { org_id: String(p.orgId) },
-    items: { object: "list", data: [{ id: `si_${p.id}`, object: "subscription_item", price: { id: p.price, object: "price" }, quantity: 1, current_period_end: p.periodEndS }] },
+    items: {
+      object: "list",
+      data: [
+        {
+          id: `si_${p.id}`,
+          object: "subscription_item",
+          price: { id: p.price, object: "price" },
+          quantity: 1,
+          current_period_end: p.periodEndS,
+        },
+      ],
+    },
   };
 }
 

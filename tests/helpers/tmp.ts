@@ -23,7 +23,8 @@ export function filesBelow(root: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
     if (!existsSync(d)) return;
-    for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : out.push(relative(root, join(d, f.name)));
+    for (const f of readdirSync(d, { withFileTypes: true }))
+      f.isDirectory() ? walk(join(d, f.name)) : out.push(relative(root, join(d, f.name)));
   };
   walk(root);
   return out.sort();

@@ -46,7 +46,9 @@ async function join(org: number, inviter: string, who: string, role: string) {
 }
 
 const idOf = async (org: number, email: string) =>
-  (await json<{ user_id: number; email: string }[]>(await s.api(`/orgs/${org}/members`, { headers: as("olga") }))).find((m) => m.email === email)!.user_id;
+  (await json<{ user_id: number; email: string }[]>(await s.api(`/orgs/${org}/members`, { headers: as("olga") }))).find(
+    (m) => m.email === email,
+  )!.user_id;
 
 /** The newest message to `to`, waiting for it. */
 async function mailTo(to: string) {
@@ -143,18 +145,32 @@ describe("a removed or demoted admin", () => {
     clock.advance(86_400_000);
     const org = await newOrg("olga", "Listing");
     await join(org, "olga", "adam", "admin");
-    const a = (await json<{ id: number; created_at: string; token: string }>(await s.api(`/orgs/${org}/tokens`, { method: "POST", json: { name: "by-adam" }, headers: as("adam") })));
-    const o = (await json<{ id: number; created_at: string }>(await s.api(`/orgs/${org}/tokens`, { method: "POST", json: { name: "by-olga" }, headers: as("olga") })));
+    const a = await json<{ id: number; created_at: string; token: string }>(
+      await s.api(`/orgs/${org}/tokens`, { method: "POST", json: { name: "by-adam" }, headers: as("adam") }),
+    );
+    const o = await json<{ id: number; created_at: string }>(
+      await s.api(`/orgs/${org}/tokens`, { method: "POST", json: { name: "by-olga" }, headers: as("olga") }),
+    );
     const list = await json(await s.api(`/orgs/${org}/tokens`, { headers: as("olga") }));
     expect(list).toEqual([
-      { id: a.id, name: "by-adam", created_at: a.created_at, created_by: { user_id: await idOf(org, "adam@example.com"), email: "adam@example.com" } },
-      { id: o.id, name: "by-olga", created_at: o.created_at, created_by: { user_id: await idOf(org, "olga@example.com"), email: "olga@example.com" } },
+      {
+        id: a.id,
+        name: "by-adam",
+        created_at: a.created_at,
+        created_by: { user_id: await idOf(org, "adam@example.com"), email: "adam@example.com" },
+      },
+      {
+        id: o.id,
+        name: "by-olga",
+        created_at: o.created_at,
+        created_by: { user_id: await idOf(org, "olga@example.com"), email: "olga@example.com" },
+      },
     ]);
     // The OpenAPI document declares the field.
     type Schema = { title?: string; required?: string[]; properties: Record<string, { type?: unknown; required?: string[] }> };
-    const doc = await json<{ paths: Record<string, { get: { responses: Record<string, { content: { "application/json": { schema: { items: Schema } } } }> } }> }>(
-      await s.api("/openapi.json"),
-    );
+    const doc = await json<{
+      paths: Record<string, { get: { responses: Record<string, { content: { "application/json": { schema: { items: Schema } } } }> } }>;
+    }>(await s.api("/openapi.json"));
     const view = doc.paths["/api/v1/orgs/{id}/tokens"]!.get.responses["200"]!.content["application/json"].schema.items;
     expect(view.title).toBe("TokenView");
     expect(view.required).toContain("created_by");
@@ -195,7 +211,11 @@ describe("a removed or demoted admin", () => {
     const org = await newOrg("olga", "Owner steps down");
     await join(org, "olga", "adam", "owner");
     const adam = await adminWithLegacy(org, "adam");
-    const r = await s.api(`/orgs/${org}/members/${await idOf(org, "adam@example.com")}`, { method: "PATCH", json: { role: "admin" }, headers: as("olga") });
+    const r = await s.api(`/orgs/${org}/members/${await idOf(org, "adam@example.com")}`, {
+      method: "PATCH",
+      json: { role: "admin" },
+      headers: as("olga"),
+    });
     expect(r.status).toBe(200);
     expect((await s.api(`/invitations?token=${adam.inviteToken}`)).status).toBe(200);
     expect((await s.api("/apps", { headers: { authorization: `Bearer ${adam.tok.token}` } })).status).toBe(200);
@@ -212,12 +232,24 @@ describe("migration 8: admins removed or demoted before the fix", () => {
         const olga = sessionHeaders(await signIn(one, smtp, "old-olga@example.com"));
         const adam = sessionHeaders(await signIn(one, smtp, "old-adam@example.com"));
         orgId = (await json<{ id: number }>(await one.api("/orgs", { method: "POST", json: { name: "Before" }, headers: olga }))).id;
-        await one.api(`/orgs/${orgId}/invitations`, { method: "POST", json: { email: "old-adam@example.com", role: "admin" }, headers: olga });
+        await one.api(`/orgs/${orgId}/invitations`, {
+          method: "POST",
+          json: { email: "old-adam@example.com", role: "admin" },
+          headers: olga,
+        });
         const accept = new URL(await smtp.linkFor("old-adam@example.com", "/invitations/accept")).searchParams.get("token")!;
         expect((await one.api("/invitations/accept", { method: "POST", json: { token: accept }, headers: adam })).status).toBe(200);
-        adamToken = (await json<{ token: string }>(await one.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "adam" }, headers: adam }))).token;
-        olgaToken = (await json<{ token: string }>(await one.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "olga" }, headers: olga }))).token;
-        await one.api(`/orgs/${orgId}/invitations`, { method: "POST", json: { email: "old-guest@example.com", role: "viewer" }, headers: adam });
+        adamToken = (
+          await json<{ token: string }>(await one.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "adam" }, headers: adam }))
+        ).token;
+        olgaToken = (
+          await json<{ token: string }>(await one.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "olga" }, headers: olga }))
+        ).token;
+        await one.api(`/orgs/${orgId}/invitations`, {
+          method: "POST",
+          json: { email: "old-guest@example.com", role: "viewer" },
+          headers: adam,
+        });
         inviteToken = new URL(await smtp.linkFor("old-guest@example.com", "/invitations/accept")).searchParams.get("token")!;
       } finally {
         await one.stop();
@@ -286,7 +318,8 @@ describe("mail failures", () => {
   });
 
   test("sign-in (open sign-up): a refused address is a 400 naming it, a temporary failure 503 with Retry-After; no live link either way", async () => {
-    const links = () => (s.server.services.db.query("SELECT count(*) AS n FROM login_links WHERE email LIKE 'bounce-%'").get() as { n: number }).n;
+    const links = () =>
+      (s.server.services.db.query("SELECT count(*) AS n FROM login_links WHERE email LIKE 'bounce-%'").get() as { n: number }).n;
     smtp.refuseRecipient("bounce-hard@example.com", 550);
     smtp.refuseRecipient("bounce-soft@example.com", 421);
     try {
@@ -311,7 +344,8 @@ describe("sign-in no one else can block", () => {
   test("a stranger exhausting an address's limit from their client does not stop the owner's client from getting a link", async () => {
     const t = await startTestServer({ smtpUrl: smtp.url, trustProxy: true });
     try {
-      const ask = (ip: string) => t.api("/auth/magic-link", { method: "POST", json: { email: "victim@example.com" }, headers: { "x-forwarded-for": ip } });
+      const ask = (ip: string) =>
+        t.api("/auth/magic-link", { method: "POST", json: { email: "victim@example.com" }, headers: { "x-forwarded-for": ip } });
       const stranger: number[] = [];
       for (let i = 0; i < 7; i++) stranger.push((await ask("203.0.113.66")).status);
       expect(stranger).toEqual([202, 202, 202, 202, 202, 429, 429]);
@@ -322,7 +356,11 @@ describe("sign-in no one else can block", () => {
       const link = await smtp.linkFor("victim@example.com", "/auth/verify");
       expect(smtp.messages.filter((m) => m.to.includes("victim@example.com")).length).toBe(before + 1);
       // ...and the newest link signs the owner in.
-      const ok = await t.api("/auth/verify", { method: "POST", json: { token: new URL(link).searchParams.get("token") }, headers: { "x-requested-with": "t" } });
+      const ok = await t.api("/auth/verify", {
+        method: "POST",
+        json: { token: new URL(link).searchParams.get("token") },
+        headers: { "x-requested-with": "t" },
+      });
       expect(ok.status).toBe(200);
       expect(await ok.json()).toEqual({ email: "victim@example.com" });
     } finally {
@@ -409,14 +447,43 @@ describe("hardening", () => {
         ["404", await t.req("/nope")],
         ["405", await t.api("/auth/magic-link")],
         ["page", await t.req("/auth/verify?token=x")],
-        ["batch 401", await t.req("/v1/batch", { method: "POST", json: { sdk: "x", system: {}, events: [] }, headers: { "x-app-key": "ak_nope", "x-batch-id": crypto.randomUUID() } })],
-        ["event", await t.req("/v1/event", { method: "POST", body: "{}", headers: { "content-type": "text/plain", origin: "https://example.com" } })],
-        ["preflight", await t.req("/v1/event", { method: "OPTIONS", headers: { origin: "https://example.com", "access-control-request-method": "POST" } })],
+        [
+          "batch 401",
+          await t.req("/v1/batch", {
+            method: "POST",
+            json: { sdk: "x", system: {}, events: [] },
+            headers: { "x-app-key": "ak_nope", "x-batch-id": crypto.randomUUID() },
+          }),
+        ],
+        [
+          "event",
+          await t.req("/v1/event", {
+            method: "POST",
+            body: "{}",
+            headers: { "content-type": "text/plain", origin: "https://example.com" },
+          }),
+        ],
+        [
+          "preflight",
+          await t.req("/v1/event", {
+            method: "OPTIONS",
+            headers: { origin: "https://example.com", "access-control-request-method": "POST" },
+          }),
+        ],
         ["ingest listener healthz", await fetch(t.ingestUrl + "/healthz")],
         ["ingest listener 404", await fetch(t.ingestUrl + "/api/v1/me")],
-        ["ingest listener batch", await fetch(t.ingestUrl + "/v1/batch", { method: "POST", body: "{}", headers: { "content-type": "application/json", "x-app-key": "ak_nope" } })],
+        [
+          "ingest listener batch",
+          await fetch(t.ingestUrl + "/v1/batch", {
+            method: "POST",
+            body: "{}",
+            headers: { "content-type": "application/json", "x-app-key": "ak_nope" },
+          }),
+        ],
       ];
-      const missing = answers.filter(([, r]) => r.headers.get("x-content-type-options") !== "nosniff").map(([what, r]) => `${what} (${r.status})`);
+      const missing = answers
+        .filter(([, r]) => r.headers.get("x-content-type-options") !== "nosniff")
+        .map(([what, r]) => `${what} (${r.status})`);
       expect(missing).toEqual([]);
       expect(answers.find(([w]) => w === "405")![1].status).toBe(405);
     } finally {

@@ -11,7 +11,16 @@ let org: number;
 let otherOrg: number;
 
 const json = async <T>(r: Response) => (await r.json()) as T;
-type App = { id: number; org_id: number; kind: string; name: string; origins: string[]; paused: boolean; has_forwarding_secret: boolean; created_at: string };
+type App = {
+  id: number;
+  org_id: number;
+  kind: string;
+  name: string;
+  origins: string[];
+  paused: boolean;
+  has_forwarding_secret: boolean;
+  created_at: string;
+};
 
 beforeAll(async () => {
   smtp = await startSmtp();
@@ -39,7 +48,11 @@ describe("apps and sites", () => {
     expect(ca.app).toMatchObject({ org_id: org, kind: "app", name: "iOS", origins: [], paused: false, has_forwarding_secret: false });
     expect(typeof ca.app.id).toBe("number");
 
-    const w = await create({ kind: "web", name: "Blog", origins: ["https://Example.com/", "http://localhost:3000", "https://*.example.org", "https://example.com:443"] });
+    const w = await create({
+      kind: "web",
+      name: "Blog",
+      origins: ["https://Example.com/", "http://localhost:3000", "https://*.example.org", "https://example.com:443"],
+    });
     expect(w.status).toBe(201);
     const cw = await json<{ app: App; key: string }>(w);
     expect(cw.key).toMatch(/^wk_/);
@@ -47,14 +60,18 @@ describe("apps and sites", () => {
     expect(await json(await s.api(`/apps/${cw.app.id}`, { headers: owner }))).toEqual(cw.app);
   });
 
-  test.each([["example.com"], ["ftp://example.com"], ["https://example.com/path"], ["https://*.com"], ["https://exa mple.com"], ["https://example.com:99999"]])(
-    "origin %p is refused",
-    async (origin) => {
-      const r = await create({ kind: "web", name: "Bad", origins: [origin] });
-      expect(r.status).toBe(400);
-      expect(await errorCode(r)).toBe("invalid_origin");
-    },
-  );
+  test.each([
+    ["example.com"],
+    ["ftp://example.com"],
+    ["https://example.com/path"],
+    ["https://*.com"],
+    ["https://exa mple.com"],
+    ["https://example.com:99999"],
+  ])("origin %p is refused", async (origin) => {
+    const r = await create({ kind: "web", name: "Bad", origins: [origin] });
+    expect(r.status).toBe(400);
+    expect(await errorCode(r)).toBe("invalid_origin");
+  });
 
   test("origins on an app, unknown kinds and unknown fields are 400", async () => {
     expect(await errorCode(await create({ kind: "app", name: "X", origins: ["https://a.com"] }))).toBe("origins_not_allowed");
@@ -65,7 +82,9 @@ describe("apps and sites", () => {
 
   test("GET /apps lists the apps of every org the caller belongs to, and no others", async () => {
     const mine = await json<{ app: App }>(await create({ kind: "app", name: "Listed" }));
-    const theirs = await json<{ app: App }>(await s.api("/apps", { method: "POST", json: { org_id: otherOrg, kind: "app", name: "Hidden" }, headers: other }));
+    const theirs = await json<{ app: App }>(
+      await s.api("/apps", { method: "POST", json: { org_id: otherOrg, kind: "app", name: "Hidden" }, headers: other }),
+    );
     const list = await json<App[]>(await s.api("/apps", { headers: owner }));
     expect(list.map((a) => a.id)).toContain(mine.app.id);
     expect(list.map((a) => a.id)).not.toContain(theirs.app.id);
@@ -76,7 +95,11 @@ describe("apps and sites", () => {
 
   test("PATCH renames, replaces origins, pauses and resumes", async () => {
     const { app } = await json<{ app: App }>(await create({ kind: "web", name: "Site", origins: ["https://a.com"] }));
-    const p = await s.api(`/apps/${app.id}`, { method: "PATCH", json: { name: "Site 2", origins: ["https://b.com"], paused: true }, headers: owner });
+    const p = await s.api(`/apps/${app.id}`, {
+      method: "PATCH",
+      json: { name: "Site 2", origins: ["https://b.com"], paused: true },
+      headers: owner,
+    });
     expect(p.status).toBe(200);
     expect(await json(p)).toMatchObject({ name: "Site 2", origins: ["https://b.com"], paused: true });
     const q = await s.api(`/apps/${app.id}`, { method: "PATCH", json: { paused: false, name: null }, headers: owner });
@@ -183,7 +206,9 @@ describe("saved funnels and jobs", () => {
 
   test("a job of another org is not found", async () => {
     const db = s.server.services.db;
-    const { id } = db.query<{ id: number }, [number]>("INSERT INTO jobs (org_id, kind, state, created_at) VALUES (?, 'export', 'pending', 1) RETURNING id").get(otherOrg)!;
+    const { id } = db
+      .query<{ id: number }, [number]>("INSERT INTO jobs (org_id, kind, state, created_at) VALUES (?, 'export', 'pending', 1) RETURNING id")
+      .get(otherOrg)!;
     expect((await s.api(`/jobs/${id}`, { headers: owner })).status).toBe(404);
     const mine = await s.api(`/jobs/${id}`, { headers: other });
     expect(mine.status).toBe(200);

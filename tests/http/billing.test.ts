@@ -65,7 +65,11 @@ beforeAll(async () => {
   writeFileSync(plansFile, JSON.stringify(PLANS));
   // The 2nd of a month, midday: the story spans three weeks, then a new month.
   clock = new TestClock(Date.UTC(2026, 10, 2, 12));
-  stripe = await startStripeDouble({ secretKey: SECRET_KEY, prices: Object.values(PRICES), publicUrl: () => s.server.services.config.publicUrl });
+  stripe = await startStripeDouble({
+    secretKey: SECRET_KEY,
+    prices: Object.values(PRICES),
+    publicUrl: () => s.server.services.config.publicUrl,
+  });
   s = await start(join(dir, "data"));
   owner = await ownerHeaders(s);
   ({ orgId, key } = await newApp(s, owner));
@@ -90,7 +94,12 @@ async function ingest(n: number): Promise<{ accepted: number; dropped: number; r
   for (let left = n; left > 0; left -= 100) {
     const k = Math.min(100, left);
     const ts = new Date(clock.ms).toISOString();
-    const events = Array.from({ length: k }, (_, i) => ({ name: "tap", ts, session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e", props: { i } }));
+    const events = Array.from({ length: k }, (_, i) => ({
+      name: "tap",
+      ts,
+      session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e",
+      props: { i },
+    }));
     const r = await sendBatch(s.ingestUrl, key, batch(events));
     expect(r.status).toBe(200);
     const b = (await r.json()) as { accepted: number; dropped: number; reason?: string };
@@ -103,7 +112,8 @@ async function ingest(n: number): Promise<{ accepted: number; dropped: number; r
 
 async function deliver(event: object, opts: { timestampS?: number; secret?: string; extraV1?: string[]; header?: string | null } = {}) {
   const payload = JSON.stringify(event);
-  const header = opts.header === undefined ? signature(payload, opts.secret ?? WEBHOOK_SECRET, opts.timestampS ?? nowS(), opts.extraV1) : opts.header;
+  const header =
+    opts.header === undefined ? signature(payload, opts.secret ?? WEBHOOK_SECRET, opts.timestampS ?? nowS(), opts.extraV1) : opts.header;
   return s.api("/billing/webhook", {
     method: "POST",
     body: payload,
@@ -185,8 +195,20 @@ describe("billing story: free → checkout → active → past due → grace ove
   test("the webhook confirms: active on starter with its limit, at once", async () => {
     const periodEndS = nowS() + 30 * 86400;
     // Stripe's usual order: subscription created, invoice paid, then the session completed.
-    expect(await deliverOk(stripeEvent("customer.subscription.created", subscription({ id: SUB, customer, price: "price_starter", status: "active", orgId, periodEndS }), nowS()))).toBe("applied");
-    expect(await deliverOk(stripeEvent("invoice.paid", invoice({ id: "in_1", customer, subscription: SUB, orgId, periodEndS, paid: true }), nowS()))).toBe("applied");
+    expect(
+      await deliverOk(
+        stripeEvent(
+          "customer.subscription.created",
+          subscription({ id: SUB, customer, price: "price_starter", status: "active", orgId, periodEndS }),
+          nowS(),
+        ),
+      ),
+    ).toBe("applied");
+    expect(
+      await deliverOk(
+        stripeEvent("invoice.paid", invoice({ id: "in_1", customer, subscription: SUB, orgId, periodEndS, paid: true }), nowS()),
+      ),
+    ).toBe("applied");
     const completed = {
       id: sessionId,
       object: "checkout.session",
@@ -200,7 +222,14 @@ describe("billing story: free → checkout → active → past due → grace ove
     };
     expect(await deliverOk(stripeEvent("checkout.session.completed", completed, nowS()))).toBe("applied");
     const v = await view();
-    expect(v).toMatchObject({ plan: "starter", status: "active", events_per_month: 1000, effective_events_per_month: 1000, grace_until: null, cancel_at: null });
+    expect(v).toMatchObject({
+      plan: "starter",
+      status: "active",
+      events_per_month: 1000,
+      effective_events_per_month: 1000,
+      grace_until: null,
+      cancel_at: null,
+    });
     expect(v.period_end).toBe(new Date(periodEndS * 1000).toISOString());
     // 120 used; the new cap is 1200.
     expect(await ingest(300)).toEqual({ accepted: 300, dropped: 0, reasons: [] });
@@ -228,7 +257,15 @@ describe("billing story: free → checkout → active → past due → grace ove
   test("payment fails: past due with 7 days of grace, the plan's limit still in force", async () => {
     clock.advance(DAY);
     failedAt = nowS();
-    expect(await deliverOk(stripeEvent("invoice.payment_failed", invoice({ id: "in_2", customer, subscription: SUB, orgId, periodEndS: nowS() + 30 * 86400, paid: false }), failedAt))).toBe("applied");
+    expect(
+      await deliverOk(
+        stripeEvent(
+          "invoice.payment_failed",
+          invoice({ id: "in_2", customer, subscription: SUB, orgId, periodEndS: nowS() + 30 * 86400, paid: false }),
+          failedAt,
+        ),
+      ),
+    ).toBe("applied");
     const v = await view();
     expect(v).toMatchObject({ plan: "starter", status: "past_due", effective_events_per_month: 1000 });
     expect(v.grace_until).toBe(new Date(failedAt * 1000 + 7 * DAY).toISOString());
@@ -236,7 +273,15 @@ describe("billing story: free → checkout → active → past due → grace ove
     clock.advance(6 * DAY);
     expect(await ingest(100)).toEqual({ accepted: 100, dropped: 0, reasons: [] });
     // Stripe's own subscription update to past_due does not restart the grace period.
-    expect(await deliverOk(stripeEvent("customer.subscription.updated", subscription({ id: SUB, customer, price: "price_starter", status: "past_due", orgId, periodEndS: failedAt + 29 * 86400 }), nowS()))).toBe("applied");
+    expect(
+      await deliverOk(
+        stripeEvent(
+          "customer.subscription.updated",
+          subscription({ id: SUB, customer, price: "price_starter", status: "past_due", orgId, periodEndS: failedAt + 29 * 86400 }),
+          nowS(),
+        ),
+      ),
+    ).toBe("applied");
     expect((await view()).grace_until).toBe(new Date(failedAt * 1000 + 7 * DAY).toISOString());
   });
 
@@ -250,7 +295,15 @@ describe("billing story: free → checkout → active → past due → grace ove
   });
 
   test("paid again: active, grace cleared, the plan's limit back at once", async () => {
-    expect(await deliverOk(stripeEvent("invoice.paid", invoice({ id: "in_2", customer, subscription: SUB, orgId, periodEndS: nowS() + 22 * 86400, paid: true }), nowS()))).toBe("applied");
+    expect(
+      await deliverOk(
+        stripeEvent(
+          "invoice.paid",
+          invoice({ id: "in_2", customer, subscription: SUB, orgId, periodEndS: nowS() + 22 * 86400, paid: true }),
+          nowS(),
+        ),
+      ),
+    ).toBe("applied");
     const v = await view();
     expect(v).toMatchObject({ plan: "starter", status: "active", effective_events_per_month: 1000, grace_until: null });
     expect(await ingest(100)).toEqual({ accepted: 100, dropped: 0, reasons: [] });
@@ -260,7 +313,16 @@ describe("billing story: free → checkout → active → past due → grace ove
   test("canceled at period end: cancel_at shown, the plan runs until then", async () => {
     clock.advance(60_000);
     cancelAtS = nowS() + 3 * 86400;
-    const sub = subscription({ id: SUB, customer, price: "price_starter", status: "active", orgId, periodEndS: cancelAtS, cancelAtPeriodEnd: true, cancelAtS });
+    const sub = subscription({
+      id: SUB,
+      customer,
+      price: "price_starter",
+      status: "active",
+      orgId,
+      periodEndS: cancelAtS,
+      cancelAtPeriodEnd: true,
+      cancelAtS,
+    });
     expect(await deliverOk(stripeEvent("customer.subscription.updated", sub, nowS()))).toBe("applied");
     const v = await view();
     expect(v).toMatchObject({ plan: "starter", status: "active", effective_events_per_month: 1000 });
@@ -271,7 +333,14 @@ describe("billing story: free → checkout → active → past due → grace ove
   test("period over: back to free at once, and the late deleted event agrees", async () => {
     clock.advance(3 * DAY + 1000);
     const v = await view();
-    expect(v).toMatchObject({ plan: "free", status: "canceled", events_per_month: 100, effective_events_per_month: 100, cancel_at: null, grace_until: null });
+    expect(v).toMatchObject({
+      plan: "free",
+      status: "canceled",
+      events_per_month: 100,
+      effective_events_per_month: 100,
+      cancel_at: null,
+      grace_until: null,
+    });
     expect(await ingest(10)).toEqual({ accepted: 0, dropped: 10, reasons: ["over_quota"] });
     const ended = subscription({ id: SUB, customer, price: "price_starter", status: "canceled", orgId, periodEndS: cancelAtS });
     expect(await deliverOk(stripeEvent("customer.subscription.deleted", ended, cancelAtS))).toBe("applied");
@@ -303,7 +372,11 @@ describe("webhook deliveries", () => {
   const billingOf = async (id: number) => (await (await s.api(`/orgs/${id}/billing`, { headers: owner })).json()) as View;
 
   test("a wrong signature, a stale timestamp, a missing header and a tampered body are 400; nothing changes", async () => {
-    const ev = stripeEvent("customer.subscription.created", subscription({ id: sub2, customer: cus2, price: "price_growth", status: "active", orgId: org2, periodEndS: nowS() + 86400 * 30 }), nowS());
+    const ev = stripeEvent(
+      "customer.subscription.created",
+      subscription({ id: sub2, customer: cus2, price: "price_growth", status: "active", orgId: org2, periodEndS: nowS() + 86400 * 30 }),
+      nowS(),
+    );
     const cases: [string, Response][] = [
       ["wrong secret", await deliver(ev, { secret: "whsec_wrong" })],
       ["stale timestamp", await deliver(ev, { timestampS: nowS() - 301 })],
@@ -328,11 +401,23 @@ describe("webhook deliveries", () => {
   });
 
   test("a replayed event id is handled once, also after a restart", async () => {
-    const failed = stripeEvent("invoice.payment_failed", invoice({ id: "in_x", customer: cus2, subscription: sub2, orgId: org2, periodEndS: nowS() + 86400 * 30, paid: false }), nowS());
+    const failed = stripeEvent(
+      "invoice.payment_failed",
+      invoice({ id: "in_x", customer: cus2, subscription: sub2, orgId: org2, periodEndS: nowS() + 86400 * 30, paid: false }),
+      nowS(),
+    );
     expect(await deliverOk(failed)).toBe("applied");
     const graceUntil = (await billingOf(org2)).grace_until;
     clock.advance(1000);
-    expect(await deliverOk(stripeEvent("invoice.paid", invoice({ id: "in_x", customer: cus2, subscription: sub2, orgId: org2, periodEndS: nowS() + 86400 * 30, paid: true }), nowS()))).toBe("applied");
+    expect(
+      await deliverOk(
+        stripeEvent(
+          "invoice.paid",
+          invoice({ id: "in_x", customer: cus2, subscription: sub2, orgId: org2, periodEndS: nowS() + 86400 * 30, paid: true }),
+          nowS(),
+        ),
+      ),
+    ).toBe("applied");
     expect(await billingOf(org2)).toMatchObject({ status: "active", grace_until: null });
     // The failure delivered again (Stripe retries when it saw no answer) changes nothing.
     expect(await deliverOk({ ...failed })).toBe("duplicate");
@@ -348,17 +433,34 @@ describe("webhook deliveries", () => {
     const t0 = nowS();
     const newer = stripeEvent(
       "customer.subscription.updated",
-      subscription({ id: sub2, customer: cus2, price: "price_growth", status: "active", orgId: org2, periodEndS: t0 + 86400 * 20, cancelAtPeriodEnd: true, cancelAtS: t0 + 86400 * 20 }),
+      subscription({
+        id: sub2,
+        customer: cus2,
+        price: "price_growth",
+        status: "active",
+        orgId: org2,
+        periodEndS: t0 + 86400 * 20,
+        cancelAtPeriodEnd: true,
+        cancelAtS: t0 + 86400 * 20,
+      }),
       t0 + 10,
     );
-    const older = stripeEvent("customer.subscription.updated", subscription({ id: sub2, customer: cus2, price: "price_starter", status: "active", orgId: org2, periodEndS: t0 + 86400 * 20 }), t0 + 5);
+    const older = stripeEvent(
+      "customer.subscription.updated",
+      subscription({ id: sub2, customer: cus2, price: "price_starter", status: "active", orgId: org2, periodEndS: t0 + 86400 * 20 }),
+      t0 + 5,
+    );
     expect(await deliverOk(newer)).toBe("applied");
     expect(await deliverOk(older)).toBe("stale");
     const v = await billingOf(org2);
     expect(v).toMatchObject({ plan: "growth", status: "active" });
     expect(v.cancel_at).toBe(new Date((t0 + 86400 * 20) * 1000).toISOString());
     // An older payment failure arriving after the newer snapshot is stale too.
-    const lateFailure = stripeEvent("invoice.payment_failed", invoice({ id: "in_y", customer: cus2, subscription: sub2, orgId: org2, periodEndS: t0, paid: false }), t0 + 1);
+    const lateFailure = stripeEvent(
+      "invoice.payment_failed",
+      invoice({ id: "in_y", customer: cus2, subscription: sub2, orgId: org2, periodEndS: t0, paid: false }),
+      t0 + 1,
+    );
     expect(await deliverOk(lateFailure)).toBe("stale");
     expect((await billingOf(org2)).status).toBe("active");
   });
@@ -386,7 +488,8 @@ describe("webhook deliveries", () => {
     const r = await s.api(`/orgs/${org5}/billing/checkout`, { method: "POST", json: { plan: "starter" }, headers: owner });
     const cus5 = stripe.sessions.get(((await r.json()) as { url: string }).url.split("/").pop()!)!.customer;
     const t = nowS();
-    const sub5 = (status: string) => subscription({ id: "sub_five", customer: cus5, price: "price_starter", status, orgId: org5, periodEndS: t + 86400 });
+    const sub5 = (status: string) =>
+      subscription({ id: "sub_five", customer: cus5, price: "price_starter", status, orgId: org5, periodEndS: t + 86400 });
     expect(await deliverOk(stripeEvent("customer.subscription.created", sub5("active"), t))).toBe("applied");
     expect(await deliverOk(stripeEvent("customer.subscription.deleted", sub5("canceled"), t))).toBe("applied");
     expect(await deliverOk(stripeEvent("customer.subscription.updated", sub5("active"), t))).toBe("stale");
@@ -398,8 +501,22 @@ describe("webhook deliveries", () => {
     const r = await s.api(`/orgs/${org6}/billing/checkout`, { method: "POST", json: { plan: "starter" }, headers: owner });
     const cus6 = stripe.sessions.get(((await r.json()) as { url: string }).url.split("/").pop()!)!.customer;
     const t = nowS();
-    const first = subscription({ id: "sub_first", customer: cus6, price: "price_starter", status: "active", orgId: org6, periodEndS: t + 86400 });
-    const second = subscription({ id: "sub_second", customer: cus6, price: "price_growth", status: "active", orgId: org6, periodEndS: t + 86400 });
+    const first = subscription({
+      id: "sub_first",
+      customer: cus6,
+      price: "price_starter",
+      status: "active",
+      orgId: org6,
+      periodEndS: t + 86400,
+    });
+    const second = subscription({
+      id: "sub_second",
+      customer: cus6,
+      price: "price_growth",
+      status: "active",
+      orgId: org6,
+      periodEndS: t + 86400,
+    });
     expect(await deliverOk(stripeEvent("customer.subscription.created", first, t))).toBe("applied");
     // An incomplete second one changes nothing yet.
     expect(await deliverOk(stripeEvent("customer.subscription.created", { ...second, status: "incomplete" }, t + 1))).toBe("ignored");
@@ -422,9 +539,15 @@ describe("webhook deliveries", () => {
 
   test("types we do not act on and unknown orgs answer 200 so Stripe stops retrying", async () => {
     expect(await deliverOk(stripeEvent("customer.created", { id: "cus_zzz", object: "customer" }, nowS()))).toBe("ignored");
-    expect(await deliverOk(stripeEvent("invoice.paid", invoice({ id: "in_z", customer: "cus_nobody", subscription: "sub_nobody", orgId: 999999, periodEndS: nowS(), paid: true }), nowS()))).toBe(
-      "unknown_org",
-    );
+    expect(
+      await deliverOk(
+        stripeEvent(
+          "invoice.paid",
+          invoice({ id: "in_z", customer: "cus_nobody", subscription: "sub_nobody", orgId: 999999, periodEndS: nowS(), paid: true }),
+          nowS(),
+        ),
+      ),
+    ).toBe("unknown_org");
   });
 });
 
@@ -432,7 +555,9 @@ describe("access and failures", () => {
   test("only owners change billing; admins read it; members, viewers and tokens cannot", async () => {
     const v = await s.api(`/orgs/${orgId}/billing`, { headers: owner });
     expect(v.status).toBe(200);
-    const token = (await (await s.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "ci" }, headers: owner })).json()) as { token: string };
+    const token = (await (await s.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "ci" }, headers: owner })).json()) as {
+      token: string;
+    };
     const r = await s.api(`/orgs/${orgId}/billing`, { headers: { authorization: `Bearer ${token.token}` } });
     expect(r.status).toBe(403);
   });
@@ -469,7 +594,15 @@ describe("access and failures", () => {
 
 test("the Stripe double saw only well-formed calls", () => {
   expect(stripe.problems).toEqual([]);
-  expect(stripe.requests.every((q) => q.path === "/v1/customers" || q.path === "/v1/checkout/sessions" || q.path === "/v1/billing_portal/sessions" || q.path.startsWith("/v1/subscriptions/"))).toBe(true);
+  expect(
+    stripe.requests.every(
+      (q) =>
+        q.path === "/v1/customers" ||
+        q.path === "/v1/checkout/sessions" ||
+        q.path === "/v1/billing_portal/sessions" ||
+        q.path.startsWith("/v1/subscriptions/"),
+    ),
+  ).toBe(true);
 });
 
 describe("billing off", () => {
@@ -501,7 +634,9 @@ describe("billing off", () => {
     const off = await startTestServer({ plansFile, dataDir }, { clock: offClock });
     const entry = join(import.meta.dir, "..", "..", "bin", "sextant.ts");
     const cli = (...args: string[]) => {
-      const r = Bun.spawnSync([process.execPath, entry, "org", ...args, "--data-dir", dataDir, "--plans-file", plansFile], { stdin: "ignore" });
+      const r = Bun.spawnSync([process.execPath, entry, "org", ...args, "--data-dir", dataDir, "--plans-file", plansFile], {
+        stdin: "ignore",
+      });
       return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
     };
     try {
@@ -515,8 +650,14 @@ describe("billing off", () => {
       offClock.advance(10_001);
       expect(await viewOff()).toMatchObject({ plan: "growth", status: "none", effective_events_per_month: 5000 });
       const ts = new Date(offClock.ms).toISOString();
-      const events = Array.from({ length: 100 }, () => ({ name: "tap", ts, session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e", props: {} }));
-      for (let i = 0; i < 2; i++) expect(((await (await sendBatch(off.ingestUrl, app.key, batch(events))).json()) as { accepted: number }).accepted).toBe(100);
+      const events = Array.from({ length: 100 }, () => ({
+        name: "tap",
+        ts,
+        session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e",
+        props: {},
+      }));
+      for (let i = 0; i < 2; i++)
+        expect(((await (await sendBatch(off.ingestUrl, app.key, batch(events))).json()) as { accepted: number }).accepted).toBe(100);
       expect(cli("set-plan", String(app.orgId), "platinum")).toMatchObject({ code: 1 });
       expect(cli("set-plan", "999999", "free").code).toBe(1);
       expect(cli("set-plan", "abc", "free").code).toBe(2);
@@ -526,8 +667,16 @@ describe("billing off", () => {
   });
 
   test("a price for an unknown plan, or a secret key without a webhook secret, stops the start", async () => {
-    const failure = (p: Promise<unknown>) => p.then(() => "started", (e: Error) => e.message);
-    expect(await failure(startTestServer({ dataDir: join(dir, "off1"), stripeSecretKey: "sk_x", stripeWebhookSecret: null }))).toMatch(/SEXTANT_STRIPE_WEBHOOK_SECRET/);
-    expect(await failure(startTestServer({ dataDir: join(dir, "off2"), stripePrices: { platinum: "price_p" } }))).toMatch(/no plan "platinum"/);
+    const failure = (p: Promise<unknown>) =>
+      p.then(
+        () => "started",
+        (e: Error) => e.message,
+      );
+    expect(await failure(startTestServer({ dataDir: join(dir, "off1"), stripeSecretKey: "sk_x", stripeWebhookSecret: null }))).toMatch(
+      /SEXTANT_STRIPE_WEBHOOK_SECRET/,
+    );
+    expect(await failure(startTestServer({ dataDir: join(dir, "off2"), stripePrices: { platinum: "price_p" } }))).toMatch(
+      /no plan "platinum"/,
+    );
   });
 });

@@ -17,7 +17,16 @@ const assetsOf = (html: string) => [...html.matchAll(/(?:src|href)="(\/[^"]+\.(?
 
 describe("dashboard files", () => {
   test("the page answers every dashboard route, with a CSP that allows only its own files and no framing", async () => {
-    for (const path of ["/", "/signin", "/account", "/apps/1", "/apps/1/events/signup", "/orgs/3/settings", "/orgs/3/billing", "/share/shr_x/overview"]) {
+    for (const path of [
+      "/",
+      "/signin",
+      "/account",
+      "/apps/1",
+      "/apps/1/events/signup",
+      "/orgs/3/settings",
+      "/orgs/3/billing",
+      "/share/shr_x/overview",
+    ]) {
       const r = await s.req(path);
       expect(r.status).toBe(200);
       expect(r.headers.get("content-type")).toStartWith("text/html");

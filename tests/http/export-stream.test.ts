@@ -19,7 +19,12 @@ let app: { appId: number; orgId: number; key: string };
 const sent: { ts: number; name: string }[] = [];
 
 async function send(times: number[], tag: string) {
-  const events = times.map((ts, i) => ({ name: i % 3 === 0 ? "open" : i % 3 === 1 ? "tap" : "buy", ts: new Date(ts).toISOString(), session_id: `${tag}-${Math.floor(i / 4)}`, props: { i, tag } }));
+  const events = times.map((ts, i) => ({
+    name: i % 3 === 0 ? "open" : i % 3 === 1 ? "tap" : "buy",
+    ts: new Date(ts).toISOString(),
+    session_id: `${tag}-${Math.floor(i / 4)}`,
+    props: { i, tag },
+  }));
   const r = await sendBatch(s.url, app.key, batch(events), { headers: { "x-forwarded-for": "198.51.100.7" } });
   expect(r.status).toBe(200);
   for (const e of events) sent.push({ ts: Date.parse(e.ts), name: e.name });
@@ -31,7 +36,8 @@ beforeAll(async () => {
   app = await newApp(s, owner);
   const day = (d: number, h: number, m = 0) => Date.UTC(2026, 10, d, h, m);
   // Six days ago .. today, a few hours each: flushed as hour files.
-  for (const d of [14, 15, 16, 17, 18, 19]) await send([day(d, 3), day(d, 3, 5), day(d, 9), day(d, 9, 30), day(d, 23, 59), day(d, 0, 0)], `d${d}`);
+  for (const d of [14, 15, 16, 17, 18, 19])
+    await send([day(d, 3), day(d, 3, 5), day(d, 9), day(d, 9, 30), day(d, 23, 59), day(d, 0, 0)], `d${d}`);
   await s.server.services.scheduler.run("flush");
   // More of the 15th, in a file of its own, then the 15th compacted into one day file.
   await send([day(15, 12), day(15, 13)], "late15");
@@ -42,7 +48,12 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-type Job = { state: string; result: { url: string; rows: number; from?: string; to?: string } | null; error: string | null; progress: { done_partitions: number; total_partitions: number; rows: number } | null };
+type Job = {
+  state: string;
+  result: { url: string; rows: number; from?: string; to?: string } | null;
+  error: string | null;
+  progress: { done_partitions: number; total_partitions: number; rows: number } | null;
+};
 
 async function exportAndWait(body: Record<string, unknown>): Promise<Job> {
   const r = await s.api(`/apps/${app.appId}/export`, { method: "POST", json: body, headers: owner });
@@ -87,8 +98,15 @@ describe("streamed exports", () => {
     // The partitions plus the head, all written.
     expect(j.progress).toEqual({ done_partitions: parts + 1, total_partitions: parts + 1, rows: sent.length });
     const file = await download(j, "parquet");
-    const [counts] = await duck(`select count(*)::int n, count(distinct ts)::int distinct_ts, min(ts)::varchar lo, max(ts)::varchar hi from read_parquet('${file}')`);
-    expect(counts).toEqual({ n: sent.length, distinct_ts: new Set(sent.map((e) => e.ts)).size, lo: "2026-11-14 00:00:00+00", hi: "2026-11-20 11:30:00+00" });
+    const [counts] = await duck(
+      `select count(*)::int n, count(distinct ts)::int distinct_ts, min(ts)::varchar lo, max(ts)::varchar hi from read_parquet('${file}')`,
+    );
+    expect(counts).toEqual({
+      n: sent.length,
+      distinct_ts: new Set(sent.map((e) => e.ts)).size,
+      lo: "2026-11-14 00:00:00+00",
+      hi: "2026-11-20 11:30:00+00",
+    });
     const [groups] = await duck(`select count(distinct row_group_id)::int g from parquet_metadata('${file}')`);
     expect(groups!.g).toBe(parts + 1);
     const names = await duck(`select name, count(*)::int n from read_parquet('${file}') group by name order by name`);
@@ -116,7 +134,12 @@ describe("streamed exports", () => {
     const text = await (await fetch(c.result!.url.replace(s.server.services.config.publicUrl, s.url))).text();
     const lines = text.trimEnd().split("\r\n");
     expect(lines.length).toBe(two.length + 1);
-    expect(lines.slice(1).map((l) => Date.parse(l.split(",")[0]!)).sort()).toEqual(two.map((e) => e.ts).sort());
+    expect(
+      lines
+        .slice(1)
+        .map((l) => Date.parse(l.split(",")[0]!))
+        .sort(),
+    ).toEqual(two.map((e) => e.ts).sort());
     // The two days' partitions, and the head.
     const parts = s.server.services.store.catalog.plan(app.appId, Date.UTC(2026, 10, 18), Date.UTC(2026, 10, 20)).length;
     expect(c.progress).toEqual({ done_partitions: parts + 1, total_partitions: parts + 1, rows: two.length });
@@ -140,7 +163,18 @@ describe("streamed exports", () => {
 
   test("the OpenAPI document declares the range and the progress", async () => {
     type Schema = { properties: Record<string, unknown> };
-    const doc = (await (await s.api("/openapi.json")).json()) as { paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: Schema }> }; responses: Record<string, { content: Record<string, { schema: Schema }> }> }>> };
+    const doc = (await (await s.api("/openapi.json")).json()) as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            requestBody?: { content: Record<string, { schema: Schema }> };
+            responses: Record<string, { content: Record<string, { schema: Schema }> }>;
+          }
+        >
+      >;
+    };
     const ask = doc.paths["/api/v1/apps/{id}/export"]!.post!.requestBody!.content["application/json"]!.schema;
     expect(Object.keys(ask.properties).sort()).toEqual(["format", "from", "to"]);
     const view = doc.paths["/api/v1/jobs/{id}"]!.get!.responses["200"]!.content["application/json"]!.schema;

@@ -20,7 +20,14 @@ beforeAll(async () => {
     const r = await sendBatch(
       s.url,
       app.key,
-      batch(Array.from({ length: 5 }, (_, i) => ({ name: i ? "tap" : "open", ts: new Date(clock.ms - (N - b * 5 - i) * 60_000).toISOString(), session_id: `s${b}`, props: { b, note: i === 4 ? '=HYPERLINK("x")' : "plain, with comma" } }))),
+      batch(
+        Array.from({ length: 5 }, (_, i) => ({
+          name: i ? "tap" : "open",
+          ts: new Date(clock.ms - (N - b * 5 - i) * 60_000).toISOString(),
+          session_id: `s${b}`,
+          props: { b, note: i === 4 ? '=HYPERLINK("x")' : "plain, with comma" },
+        })),
+      ),
       { headers: { "x-forwarded-for": `10.1.0.${b + 1}` } },
     );
     expect(r.status).toBe(200);
@@ -33,7 +40,11 @@ async function exportAndWait(format?: string) {
   expect(r.status).toBe(202);
   const { job_id } = (await r.json()) as { job_id: number };
   for (let i = 0; i < 100; i++) {
-    const j = (await (await s.api(`/jobs/${job_id}`, { headers: owner })).json()) as { state: string; result: { url: string; rows: number; expires_at: string } | null; error: string | null };
+    const j = (await (await s.api(`/jobs/${job_id}`, { headers: owner })).json()) as {
+      state: string;
+      result: { url: string; rows: number; expires_at: string } | null;
+      error: string | null;
+    };
     if (j.state === "done") return j.result!;
     if (j.state === "failed") throw new Error(j.error ?? "failed");
     await Bun.sleep(20);
@@ -54,17 +65,28 @@ describe("exports", () => {
     writeFileSync(file, new Uint8Array(await dl.arrayBuffer()));
     const db = await DuckDBInstance.create(":memory:");
     const c = await db.connect();
-    const cols = (await c.runAndReadAll(`describe select * from read_parquet('${file}')`)).getRowObjects().map((r) => String(r.column_name));
+    const cols = (await c.runAndReadAll(`describe select * from read_parquet('${file}')`))
+      .getRowObjects()
+      .map((r) => String(r.column_name));
     expect(cols).toContain("ts");
     expect(cols).toContain("properties");
     expect(cols).not.toContain("visitor");
-    const r = (await c.runAndReadAll(`select count(*)::int n, count(distinct session)::int s, sum(json_extract(properties, '$.b')::int)::int b, min(ts) < now() as past from read_parquet('${file}')`)).getRowObjects()[0]!;
+    const r = (
+      await c.runAndReadAll(
+        `select count(*)::int n, count(distinct session)::int s, sum(json_extract(properties, '$.b')::int)::int b, min(ts) < now() as past from read_parquet('${file}')`,
+      )
+    ).getRowObjects()[0]!;
     expect(r).toEqual({ n: N, s: N / 5, b: [...Array(N / 5).keys()].reduce((a, b) => a + b * 5, 0), past: true });
   });
 
   test("CSV: a header, one line per event, quoted commas, formulas defused", async () => {
     // An event whose name a spreadsheet would run as a formula.
-    const f = await sendBatch(s.url, app.key, batch([{ name: "=SUM(1,2)", ts: new Date(clock.ms - 1000).toISOString(), session_id: "f" }]), { headers: { "x-forwarded-for": "10.1.1.1" } });
+    const f = await sendBatch(
+      s.url,
+      app.key,
+      batch([{ name: "=SUM(1,2)", ts: new Date(clock.ms - 1000).toISOString(), session_id: "f" }]),
+      { headers: { "x-forwarded-for": "10.1.1.1" } },
+    );
     expect(f.status).toBe(200);
     const res = await exportAndWait("csv");
     const text = await (await fetch(res.url.replace(s.server.services.config.publicUrl, s.url))).text();
@@ -103,7 +125,11 @@ describe("jobs across restarts", () => {
     const o = await ownerHeaders(t1, "jobs@example.com");
     const a = await newApp(t1, o);
     const db = t1.server.services.db;
-    const { id } = db.query<{ id: number }, [number, number, string, number]>("INSERT INTO jobs (org_id, app_id, kind, state, params, created_at) VALUES (?, ?, 'export', 'running', ?, ?) RETURNING id").get(a.orgId, a.appId, JSON.stringify({ app: a.appId, format: "csv" }), Date.now())!;
+    const { id } = db
+      .query<{ id: number }, [number, number, string, number]>(
+        "INSERT INTO jobs (org_id, app_id, kind, state, params, created_at) VALUES (?, ?, 'export', 'running', ?, ?) RETURNING id",
+      )
+      .get(a.orgId, a.appId, JSON.stringify({ app: a.appId, format: "csv" }), Date.now())!;
     await t1.abort();
     const t2 = await startTestServer({ dataDir: dir });
     try {

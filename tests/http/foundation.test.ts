@@ -49,7 +49,7 @@ describe("HTTP foundation", () => {
     const all = s.logs.join("\n");
     expect(all).not.toContain("203.0.113.9");
     expect(all).not.toContain("TestAgent");
-    expect(all).not.toContain("127.0.0.1\",\"route");
+    expect(all).not.toContain('127.0.0.1","route');
   });
 });
 
@@ -71,7 +71,17 @@ describe("second listener", () => {
 describe("OpenAPI coverage", () => {
   test("every dashboard operation is in openapi.json with its responses and request body", async () => {
     const doc = (await (await s.api("/openapi.json")).json()) as {
-      paths: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>; requestBody?: unknown; "x-sextant-access"?: string }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+            requestBody?: unknown;
+            "x-sextant-access"?: string;
+          }
+        >
+      >;
     };
     const routes = s.server.routes().filter((r) => r.path.startsWith("/api/v1/") && r.path !== "/api/v1/openapi.json");
     expect(routes.length).toBeGreaterThan(30);
@@ -83,7 +93,8 @@ describe("OpenAPI coverage", () => {
       const ok = Object.entries(op!.responses ?? {}).filter(([code]) => code.startsWith("2"));
       expect(ok.length, `${r.method} ${path} success response`).toBeGreaterThan(0);
       for (const [code, res] of ok) {
-        if (code !== "204" && code !== "202") expect(res.content?.["application/json"]?.schema, `${r.method} ${path} ${code}`).toBeDefined();
+        if (code !== "204" && code !== "202")
+          expect(res.content?.["application/json"]?.schema, `${r.method} ${path} ${code}`).toBeDefined();
       }
       const hasBody = (r as { hooks?: { body?: unknown } }).hooks?.body !== undefined;
       if (hasBody) expect(op!.requestBody, `${r.method} ${path} body`).toBeDefined();

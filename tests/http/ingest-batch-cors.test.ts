@@ -21,7 +21,11 @@ describe("CORS on /v1/batch", () => {
   test("the preflight allows the SDK's method and headers from any origin", async () => {
     const r = await fetch(`${s.url}/v1/batch`, {
       method: "OPTIONS",
-      headers: { origin: "http://localhost:5173", "access-control-request-method": "POST", "access-control-request-headers": "content-encoding,content-type,x-app-key,x-batch-id" },
+      headers: {
+        origin: "http://localhost:5173",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-encoding,content-type,x-app-key,x-batch-id",
+      },
     });
     expect(r.status).toBe(204);
     expect(r.headers.get("access-control-allow-origin")).toBe("*");

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { errorCode, startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
 import { batch, ev, newApp, ownerHeaders, sendBatch, SYSTEM } from "../helpers/ingest.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { KEY_CACHE_TTL_MS } from "../../src/ingest/keys.ts";
 
 let s: TestServer;
 // Starts at real time: the helpers stamp events with the real clock.
@@ -31,14 +32,25 @@ const usage = async (appId = app.appId) =>
 describe("batch answers (the spec's ingest error table)", () => {
   test("200 with accepted and dropped; the events are stored with their system fields", async () => {
     const before = stored().length;
-    const r = await sendBatch(s.url, app.key, batch([ev("open"), ev("tap", { props: { button: "buy", price: 9.5 } })]), { headers: from() });
+    const r = await sendBatch(s.url, app.key, batch([ev("open"), ev("tap", { props: { button: "buy", price: 9.5 } })]), {
+      headers: from(),
+    });
     expect(r.status).toBe(200);
     expect(await r.json()).toEqual({ accepted: 2, dropped: 0 });
     const evs = stored().slice(before);
     expect(evs.map((e) => e.name)).toEqual(["open", "tap"]);
     expect(evs[1]!.sp).toEqual({ button: "buy" });
     expect(evs[1]!.np).toEqual({ price: 9.5 });
-    expect(evs[0]!.dims).toMatchObject({ os_name: "iOS", os_version: "17.2", app_version: "2.1.0", app_build: "210", device_model: "iPhone15,2", locale: "en_GB", platform: "ios", sdk: "sextant-swift/1.0.0" });
+    expect(evs[0]!.dims).toMatchObject({
+      os_name: "iOS",
+      os_version: "17.2",
+      app_version: "2.1.0",
+      app_build: "210",
+      device_model: "iPhone15,2",
+      locale: "en_GB",
+      platform: "ios",
+      sdk: "sextant-swift/1.0.0",
+    });
     expect(evs[0]!.debug).toBe(false);
   });
 
@@ -105,7 +117,12 @@ describe("batch answers (the spec's ingest error table)", () => {
       await t.stop();
       // As the version before runs left it: a row in batch_answers, nothing in the log.
       const db = new Database(join(dir, "sextant.db"));
-      db.query("INSERT INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)").run(a2.appId, id, JSON.stringify({ accepted: 7, dropped: 2 }), Date.now() - 3_600_000);
+      db.query("INSERT INTO batch_answers (app, batch_id, answer, at) VALUES (?, ?, ?, ?)").run(
+        a2.appId,
+        id,
+        JSON.stringify({ accepted: 7, dropped: 2 }),
+        Date.now() - 3_600_000,
+      );
       db.close();
       t = await startTestServer({ trustProxy: true, dataDir: dir });
       expect(t.server.services.db.query("SELECT count(*) AS n FROM batch_answers").get()).toEqual({ n: 0 });
@@ -122,7 +139,11 @@ describe("batch answers (the spec's ingest error table)", () => {
     const id = crypto.randomUUID();
     const body = batch([ev("race"), ev("race")]);
     const before = stored().filter((e) => e.name === "race").length;
-    const res = await Promise.all(Array.from({ length: 12 }, (_, i) => sendBatch(s.url, app.key, body, { batchId: id, headers: { "x-forwarded-for": `203.0.113.${i + 1}` } })));
+    const res = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        sendBatch(s.url, app.key, body, { batchId: id, headers: { "x-forwarded-for": `203.0.113.${i + 1}` } }),
+      ),
+    );
     for (const r of res) {
       if (r.status === 503) expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
       else {
@@ -187,6 +208,31 @@ describe("batch answers (the spec's ingest error table)", () => {
     expect((await usage(other.appId)).unknown_key).toBe(1);
   });
 
+  // The key cache (src/ingest/keys.ts) answers for a key for 30 s. A revocation through the
+  // API clears it at once (above); one the server is not told of (made on the metadata
+  // store by anything else) takes effect when the cached answer expires: within the spec's
+  // minute, never later.
+  test("a key revoked behind the key cache's back keeps its cached answer for at most 30 s, then gets 401", async () => {
+    const a = await newApp(s, owner, "app", undefined, app.orgId);
+    expect(await (await sendBatch(s.url, a.key, batch([ev("a")]), { headers: from() })).json()).toEqual({ accepted: 1, dropped: 0 });
+    // Revoked in the database directly: no change notice reaches the cache.
+    const db = s.server.services.db;
+    expect(db.query("UPDATE app_keys SET revoked_at = ? WHERE key = ?").run(clock.now(), a.key).changes).toBe(1);
+    // Still the cached answer just before its 30 s are up (the cache is what this exercises).
+    clock.advance(KEY_CACHE_TTL_MS - 1);
+    expect(await (await sendBatch(s.url, a.key, batch([ev("b")]), { headers: from() })).json()).toEqual({ accepted: 1, dropped: 0 });
+    // At 30 s the key is read again: revoked.
+    clock.advance(1);
+    const r = await sendBatch(s.url, a.key, batch([ev("c")]), { headers: from() });
+    expect(r.status).toBe(401);
+    expect(await errorCode(r)).toBe("unknown_key");
+    expect(stored(a.appId).map((e) => e.name)).toEqual(["a", "b"]);
+    // Counted for the app the revoked key names, and the refusal itself is cached: still 401.
+    expect((await usage(a.appId)).unknown_key).toBe(1);
+    expect((await sendBatch(s.url, a.key, batch([ev("d")]), { headers: from() })).status).toBe(401);
+    expect((await usage(a.appId)).unknown_key).toBe(2);
+  });
+
   test("a deleted app's keys stop at once, and work again after a restore", async () => {
     const a = await newApp(s, owner, "app", undefined, app.orgId);
     expect((await sendBatch(s.url, a.key, batch([ev("a")]), { headers: from() })).status).toBe(200);
@@ -204,22 +250,39 @@ describe("batch answers (the spec's ingest error table)", () => {
     expect(r.status).toBe(413);
     // A large bomb (64 MiB in about 64 KB), a small one (8 MiB in about 8 KB) and one whose
     // trailer lies (16 MiB in about 16 KB, declaring 1,000 bytes): each inflated only up to
-    // the bound (tests/ingest/gzip-bound.test.ts counts the work).
-    for (const [mib, declared] of [[64, 0], [8, 0], [16, 1000]] as const) {
-      const bomb = gzipSync(Buffer.concat([Buffer.from('{"sdk":"'), Buffer.alloc(mib * 1024 * 1024, 0x61), Buffer.from('"}')]), { level: 9 });
+    // the bound. That is checked by counting the work, not timing it: the decompressor is
+    // only ever given the 512 KB bound (tests/ingest/gzip-bound.test.ts). Here: refused
+    // with the documented answer, nothing stored, and the server goes on serving.
+    const storedBefore = stored().length;
+    for (const [mib, declared] of [
+      [64, 0],
+      [8, 0],
+      [16, 1000],
+    ] as const) {
+      const bomb = gzipSync(Buffer.concat([Buffer.from('{"sdk":"'), Buffer.alloc(mib * 1024 * 1024, 0x61), Buffer.from('"}')]), {
+        level: 9,
+      });
       if (declared) new DataView(bomb.buffer, bomb.byteOffset, bomb.byteLength).setUint32(bomb.length - 4, declared, true);
       expect(bomb.length > 17 * 1024).toBe(mib === 64);
-      const t0 = performance.now();
       const b = await fetch(`${s.url}/v1/batch`, {
         method: "POST",
-        headers: { "content-type": "application/json", "content-encoding": "gzip", "x-app-key": app.key, "x-batch-id": crypto.randomUUID(), ...from() },
+        headers: {
+          "content-type": "application/json",
+          "content-encoding": "gzip",
+          "x-app-key": app.key,
+          "x-batch-id": crypto.randomUUID(),
+          ...from(),
+        },
         body: bomb,
       });
       expect(b.status).toBe(413);
       expect(await errorCode(b)).toBe("body_too_large");
-      expect(performance.now() - t0).toBeLessThan(5000);
     }
     expect((await usage()).too_large).toBe(tooLargeBefore + 4);
+    expect(stored().length).toBe(storedBefore);
+    const after = await sendBatch(s.url, app.key, batch([ev("after the bombs")]), { headers: from() });
+    expect(await after.json()).toEqual({ accepted: 1, dropped: 0 });
+    expect(stored().length).toBe(storedBefore + 1);
   });
 
   test("paused app: 200 with reason paused and nothing stored; resumed: accepted again", async () => {
@@ -234,7 +297,12 @@ describe("batch answers (the spec's ingest error table)", () => {
         return n + end;
       }, 0);
     const before = walBytes();
-    const r = await sendBatch(s.url, a.key, batch([ev("a", { props: { pad: "p".repeat(250) } }), ev("b", { props: { pad: "q".repeat(250) } })]), { headers: from() });
+    const r = await sendBatch(
+      s.url,
+      a.key,
+      batch([ev("a", { props: { pad: "p".repeat(250) } }), ev("b", { props: { pad: "q".repeat(250) } })]),
+      { headers: from() },
+    );
     expect(await r.json()).toEqual({ accepted: 0, dropped: 2, reason: "paused" });
     expect(stored(a.appId).length).toBe(0);
     // Logged without its body (replay needs only the answer): well under the body's size.
@@ -245,12 +313,24 @@ describe("batch answers (the spec's ingest error table)", () => {
   });
 });
 
-type SendParams = { body?: unknown; raw?: string | Uint8Array; gzRaw?: Uint8Array; batchId?: string | null; headers?: Record<string, string> };
+type SendParams = {
+  body?: unknown;
+  raw?: string | Uint8Array;
+  gzRaw?: Uint8Array;
+  batchId?: string | null;
+  headers?: Record<string, string>;
+};
 function send(p: SendParams) {
   if (p.gzRaw) {
     return fetch(`${s.url}/v1/batch`, {
       method: "POST",
-      headers: { "content-type": "application/json", "content-encoding": "gzip", "x-app-key": app.key, "x-batch-id": crypto.randomUUID(), ...from() },
+      headers: {
+        "content-type": "application/json",
+        "content-encoding": "gzip",
+        "x-app-key": app.key,
+        "x-batch-id": crypto.randomUUID(),
+        ...from(),
+      },
       body: p.gzRaw,
     });
   }
@@ -267,7 +347,8 @@ describe("the spec's Limits table, row by row", () => {
 
   test("event names: 1-64 characters, no control characters, $ reserved", async () => {
     expect((await one(ev("x".repeat(64)))).ans.accepted).toBe(1);
-    for (const bad of ["", "x".repeat(65), "bad\u0007name", "tab\tname"]) expect((await one(ev(bad))).ans).toEqual({ accepted: 0, dropped: 1 });
+    for (const bad of ["", "x".repeat(65), "bad\u0007name", "tab\tname"])
+      expect((await one(ev(bad))).ans).toEqual({ accepted: 0, dropped: 1 });
     // Characters, not UTF-16 units: 64 emoji are 128 units and still a name.
     expect((await one(ev("🚀".repeat(64)))).ev!.name).toBe("🚀".repeat(64));
     expect((await one(ev("🚀".repeat(65)))).ans).toEqual({ accepted: 0, dropped: 1 });
@@ -310,13 +391,26 @@ describe("the spec's Limits table, row by row", () => {
     expect(Object.keys((await one(ev("p", { props }))).ev!.np).length).toBe(25);
     const r = await one(
       ev("p", {
-        props: { long: "z".repeat(300), ok: true, no: false, n: 1.5, nul: null, arr: [1], obj: { a: 1 }, ["k".repeat(65)]: 1, "": 2, neg: -3 },
+        props: {
+          long: "z".repeat(300),
+          ok: true,
+          no: false,
+          n: 1.5,
+          nul: null,
+          arr: [1],
+          obj: { a: 1 },
+          ["k".repeat(65)]: 1,
+          "": 2,
+          neg: -3,
+        },
       }),
     );
     expect(r.ev!.sp).toEqual({ long: "z".repeat(256), ok: "true", no: "false" });
     expect(r.ev!.np).toEqual({ n: 1.5, neg: -3 });
     // Keys and cuts count characters: an emoji is one, and a cut never splits one.
-    const wide = await one(ev("p", { props: { ["🔑".repeat(64)]: "k", ["🔑".repeat(65)]: "k2", smile: "😀".repeat(300), mixed: "a" + "😀".repeat(300) } }));
+    const wide = await one(
+      ev("p", { props: { ["🔑".repeat(64)]: "k", ["🔑".repeat(65)]: "k2", smile: "😀".repeat(300), mixed: "a" + "😀".repeat(300) } }),
+    );
     expect(wide.ev!.sp).toEqual({ ["🔑".repeat(64)]: "k", smile: "😀".repeat(256), mixed: "a" + "😀".repeat(255) });
     // JSON has no Infinity, but 1e400 parses to it: not finite, dropped.
     const inf = await sendBatch(s.url, app.key, null, {
@@ -415,7 +509,9 @@ describe("quota and restarts", () => {
       const a = await newApp(t, o);
       // 60 batches of 100 (6000 events) at once: twice the minimum's burst, all accepted.
       for (let i = 0; i < 60; i++) {
-        const r = await sendBatch(t.url, a.key, batch(Array.from({ length: 100 }, () => ev("k"))), { headers: { "x-forwarded-for": `192.0.2.${i + 1}` } });
+        const r = await sendBatch(t.url, a.key, batch(Array.from({ length: 100 }, () => ev("k"))), {
+          headers: { "x-forwarded-for": `192.0.2.${i + 1}` },
+        });
         expect(r.status).toBe(200);
       }
       expect(t.server.services.store.count(a.appId)).toBe(6000);
@@ -437,7 +533,11 @@ describe("quota and restarts", () => {
       // Counted per org: the second app shares the 12 (120% of 10).
       expect(await (await sendBatch(t.url, b.key, eight())).json()).toEqual({ accepted: 4, dropped: 4, reason: "over_quota" });
       expect(await (await sendBatch(t.url, a.key, eight())).json()).toEqual({ accepted: 0, dropped: 8, reason: "over_quota" });
-      const u = (await (await t.api(`/apps/${a.appId}/usage`, { headers: o })).json()) as { org_events_this_month: number; outcomes: Record<string, number>; events_per_month: number };
+      const u = (await (await t.api(`/apps/${a.appId}/usage`, { headers: o })).json()) as {
+        org_events_this_month: number;
+        outcomes: Record<string, number>;
+        events_per_month: number;
+      };
       expect(u.org_events_this_month).toBe(12);
       expect(u.events_per_month).toBe(10);
       expect(u.outcomes.over_quota).toBe(8);
@@ -497,7 +597,14 @@ describe("quota and restarts", () => {
       const late = await sendBatch(t.url, a.key, batch([ev("other", { ts: new Date(clock.ms).toISOString() })]), { batchId: id });
       expect(await late.json()).toEqual(first);
       expect(t.server.services.store.count(a.appId)).toBe(5);
-      const outcomes = ((await (await t.api(`/apps/${a.appId}/usage?from=${new Date(start).toISOString().slice(0, 10)}&to=${new Date(clock.ms).toISOString().slice(0, 10)}`, { headers: o })).json()) as { outcomes: Record<string, number> }).outcomes;
+      const outcomes = (
+        (await (
+          await t.api(
+            `/apps/${a.appId}/usage?from=${new Date(start).toISOString().slice(0, 10)}&to=${new Date(clock.ms).toISOString().slice(0, 10)}`,
+            { headers: o },
+          )
+        ).json()) as { outcomes: Record<string, number> }
+      ).outcomes;
       expect(outcomes.duplicate).toBe(4); // two retries of two events each
       expect(outcomes.accepted).toBe(5);
     } finally {
@@ -556,12 +663,17 @@ describe("quota and restarts", () => {
     const t2 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock });
     try {
       for (const [i, id] of ids.entries()) {
-        const again = await sendBatch(t2.url, a.key, batch([ev("other", { ts: new Date(clock.ms).toISOString() })]), { batchId: id, headers: from() });
+        const again = await sendBatch(t2.url, a.key, batch([ev("other", { ts: new Date(clock.ms).toISOString() })]), {
+          batchId: id,
+          headers: from(),
+        });
         expect(await again.json()).toEqual(firsts[i]);
       }
       expect(t2.server.services.store.count(a.appId)).toBe(count);
       // A new id is still new.
-      expect(await (await sendBatch(t2.url, a.key, batch([ev("new", { ts: new Date(clock.ms).toISOString() })]), { headers: from() })).json()).toEqual({ accepted: 1, dropped: 0 });
+      expect(
+        await (await sendBatch(t2.url, a.key, batch([ev("new", { ts: new Date(clock.ms).toISOString() })]), { headers: from() })).json(),
+      ).toEqual({ accepted: 1, dropped: 0 });
     } finally {
       await t2.stop();
     }

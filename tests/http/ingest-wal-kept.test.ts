@@ -39,10 +39,9 @@ function filesUnder(dir: string): Buffer[] {
   return out;
 }
 
-const stored = (t: TestServer, app: number) =>
-  [...t.server.services.store.events(app)].map((e) => JSON.stringify(e)).sort();
+const stored = (t: TestServer, app: number) => [...t.server.services.store.events(app)].map((e) => JSON.stringify(e)).sort();
 const usage = async (t: TestServer, app: number, h: Record<string, string>) =>
-  ((await (await t.api(`/apps/${app}/usage`, { headers: h })).json()) as { outcomes: Record<string, number>; org_events_this_month: number });
+  (await (await t.api(`/apps/${app}/usage`, { headers: h })).json()) as { outcomes: Record<string, number>; org_events_this_month: number };
 const breakdown = async (t: TestServer, app: number, dimension: string, h: Record<string, string>) => {
   const day = new Date().toISOString().slice(0, 10);
   const r = await t.api(`/apps/${app}/breakdown?dimension=${dimension}&from=${day}&to=${day}`, { headers: h });
@@ -71,7 +70,10 @@ describe("the write-ahead log keeps only kept events", () => {
       );
       expect(await r1.json()).toEqual({ accepted: 2, dropped: 0 });
       // Gzip bodies too (the log once kept them as received).
-      const r2 = await sendBatch(t.url, app.key, batch([ev("buy", { props: { phone: "0044 7700 900123", sku: "A1", price: 9.5 } })]), { gzip: true, headers: from });
+      const r2 = await sendBatch(t.url, app.key, batch([ev("buy", { props: { phone: "0044 7700 900123", sku: "A1", price: 9.5 } })]), {
+        gzip: true,
+        headers: from,
+      });
       expect(await r2.json()).toEqual({ accepted: 1, dropped: 0 });
       const w = await sendWeb(
         t.url,
@@ -95,7 +97,21 @@ describe("the write-ahead log keeps only kept events", () => {
       expect(all).toContain("news");
       expect(all).toContain("ref.example");
       // ... and none of what the drop rules dropped.
-      for (const secret of ["a@b.co", "7946 0958", "devsecret777", "0044 7700 900123", "token123", "secret=", "c@d.co", "c%40d.co", "e@f.co", "reftoken999", SESSION_ID, "198.51.100.21", "Chrome/124"]) {
+      for (const secret of [
+        "a@b.co",
+        "7946 0958",
+        "devsecret777",
+        "0044 7700 900123",
+        "token123",
+        "secret=",
+        "c@d.co",
+        "c%40d.co",
+        "e@f.co",
+        "reftoken999",
+        SESSION_ID,
+        "198.51.100.21",
+        "Chrome/124",
+      ]) {
         expect({ secret, found: all.includes(secret) }).toEqual({ secret, found: false });
       }
 
@@ -150,13 +166,26 @@ describe("the write-ahead log keeps only kept events", () => {
     const at = Date.now();
     try {
       // Written as the versions before 2026-11-27 wrote them, through the running server's own log.
-      const wal = (t.server.services.ingest as unknown as { wal: Wal }).wal;
+      const wal = (t.server.services.ingest.sink as unknown as { wal: Wal }).wal;
       const body = (events: unknown[]) => new TextEncoder().encode(JSON.stringify(batch(events)));
       const ts = new Date(at - 5000).toISOString();
-      const header = (b: string, z: number, ans: unknown) => JSON.stringify({ a: app.appId, o: app.orgId, b, t: at, v: 42, c: "NZ", z, ans });
-      await wal.appendWithHeader(1, header("00000000-0000-4000-8000-000000000001", 0, { accepted: 1, dropped: 1 }), body([ev("old_plain", { ts, props: { email: "x@y.co", plan: "a" } }), ev("$bad", { ts })]));
-      await wal.appendWithHeader(1, header("00000000-0000-4000-8000-000000000002", 1, { accepted: 1, dropped: 0 }), gzip(body([ev("old_gzip", { ts })])));
-      await wal.appendWithHeader(1, header("00000000-0000-4000-8000-000000000003", 0, { accepted: 0, dropped: 4, reason: "paused" }), new Uint8Array(0));
+      const header = (b: string, z: number, ans: unknown) =>
+        JSON.stringify({ a: app.appId, o: app.orgId, b, t: at, v: 42, c: "NZ", z, ans });
+      await wal.appendWithHeader(
+        1,
+        header("00000000-0000-4000-8000-000000000001", 0, { accepted: 1, dropped: 1 }),
+        body([ev("old_plain", { ts, props: { email: "x@y.co", plan: "a" } }), ev("$bad", { ts })]),
+      );
+      await wal.appendWithHeader(
+        1,
+        header("00000000-0000-4000-8000-000000000002", 1, { accepted: 1, dropped: 0 }),
+        gzip(body([ev("old_gzip", { ts })])),
+      );
+      await wal.appendWithHeader(
+        1,
+        header("00000000-0000-4000-8000-000000000003", 0, { accepted: 0, dropped: 4, reason: "paused" }),
+        new Uint8Array(0),
+      );
       await wal.appendWithHeader(
         2,
         JSON.stringify([site.orgId, site.appId, at, 7, 8, "GB", "Chrome", "Windows", "10"]),

@@ -8,7 +8,8 @@ import { newApp, ownerHeaders, sendWeb } from "../helpers/ingest.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
-const IPHONE = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1";
+const IPHONE =
+  "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1";
 // Documentation address ranges never leave this machine; 81.2.69.160 is a well-known GB address in GeoIP test data.
 const GB_IP = "81.2.69.160";
 
@@ -27,7 +28,13 @@ afterAll(() => s.stop());
 const stored = (appId = site.appId) => [...s.server.services.store.events(appId)];
 let n = 0;
 const client = (ua = CHROME, ip = `198.51.100.${(++n % 200) + 1}`) => ({ "user-agent": ua, "x-forwarded-for": ip });
-const event = (extra: Record<string, unknown> = {}) => ({ k: site.key, n: "pageview", u: "https://example.com/pricing?utm_source=newsletter&x=1#top", w: 1280, ...extra });
+const event = (extra: Record<string, unknown> = {}) => ({
+  k: site.key,
+  n: "pageview",
+  u: "https://example.com/pricing?utm_source=newsletter&x=1#top",
+  w: 1280,
+  ...extra,
+});
 
 describe("web events", () => {
   test("202 with an empty body and CORS for an allowed origin; the event is enriched and stored", async () => {
@@ -58,10 +65,18 @@ describe("web events", () => {
   });
 
   test("the query string is dropped; the five utm_* parameters are kept as dimensions", async () => {
-    const u = "https://example.com/docs/start?utm_source=news&utm_medium=email&utm_campaign=launch&utm_content=hero&utm_term=stats&session=abc#x";
+    const u =
+      "https://example.com/docs/start?utm_source=news&utm_medium=email&utm_campaign=launch&utm_content=hero&utm_term=stats&session=abc#x";
     expect((await sendWeb(s.url, event({ u }), { origin: "https://example.com", ...client() })).status).toBe(202);
     const e = stored().at(-1)!;
-    expect(e.dims).toMatchObject({ pathname: "/docs/start", utm_source: "news", utm_medium: "email", utm_campaign: "launch", utm_content: "hero", utm_term: "stats" });
+    expect(e.dims).toMatchObject({
+      pathname: "/docs/start",
+      utm_source: "news",
+      utm_medium: "email",
+      utm_campaign: "launch",
+      utm_content: "hero",
+      utm_term: "stats",
+    });
     expect(JSON.stringify(e)).not.toContain("session=abc");
   });
 
@@ -174,7 +189,16 @@ describe("web events", () => {
     expect((await sendWeb(s.url, event({ k: "wk_nope" }), { origin: "https://example.com", ...client() })).status).toBe(403);
     const app = await newApp(s, owner, "app", undefined, site.orgId);
     expect((await sendWeb(s.url, event({ k: app.key }), { origin: "https://example.com", ...client() })).status).toBe(403);
-    for (const body of ["{nope", "[]", JSON.stringify({ k: site.key, u: "https://example.com/" }), JSON.stringify(event({ u: "not a url" })), JSON.stringify(event({ u: "javascript:alert(1)" })), JSON.stringify(event({ n: "x".repeat(65) })), JSON.stringify(event({ w: "wide" })), JSON.stringify(event({ p: [1] }))]) {
+    for (const body of [
+      "{nope",
+      "[]",
+      JSON.stringify({ k: site.key, u: "https://example.com/" }),
+      JSON.stringify(event({ u: "not a url" })),
+      JSON.stringify(event({ u: "javascript:alert(1)" })),
+      JSON.stringify(event({ n: "x".repeat(65) })),
+      JSON.stringify(event({ w: "wide" })),
+      JSON.stringify(event({ p: [1] })),
+    ]) {
       const r = await sendWeb(s.url, body, { origin: "https://example.com", ...client() });
       expect({ body, status: r.status }).toEqual({ body, status: 400 });
     }
@@ -204,7 +228,10 @@ describe("web events", () => {
 
   test("bots and reserved names are dropped, counted, and still answered 202", async () => {
     const before = stored().length;
-    const bot = await sendWeb(s.url, event(), { origin: "https://example.com", ...client("Googlebot/2.1 (+http://www.google.com/bot.html)") });
+    const bot = await sendWeb(s.url, event(), {
+      origin: "https://example.com",
+      ...client("Googlebot/2.1 (+http://www.google.com/bot.html)"),
+    });
     expect(bot.status).toBe(202);
     const res = await sendWeb(s.url, event({ n: "$internal" }), { origin: "https://example.com", ...client() });
     expect(res.status).toBe(202);
@@ -216,14 +243,18 @@ describe("web events", () => {
   });
 
   test("OPTIONS preflight is answered", async () => {
-    const r = await fetch(`${s.url}/v1/event`, { method: "OPTIONS", headers: { origin: "https://example.com", "access-control-request-method": "POST" } });
+    const r = await fetch(`${s.url}/v1/event`, {
+      method: "OPTIONS",
+      headers: { origin: "https://example.com", "access-control-request-method": "POST" },
+    });
     expect(r.status).toBe(204);
     expect(r.headers.get("access-control-allow-methods")).toContain("POST");
     expect(r.headers.get("access-control-allow-origin")).toBe("https://example.com");
   });
 
   test("per client address: 30 a second with bursts of 60, then 429 with Retry-After, counted for the site", async () => {
-    const usage = async () => ((await (await s.api(`/apps/${site.appId}/usage`, { headers: owner })).json()) as { outcomes: Record<string, number> }).outcomes;
+    const usage = async () =>
+      ((await (await s.api(`/apps/${site.appId}/usage`, { headers: owner })).json()) as { outcomes: Record<string, number> }).outcomes;
     const before = (await usage()).rate_limited ?? 0;
     const h = { origin: "https://example.com", ...client(CHROME, "192.0.2.50") };
     const st: number[] = [];
@@ -242,13 +273,20 @@ describe("web events", () => {
 
 /** A server that does not trust proxies, with a site and its forwarding secret. */
 async function withProxiedSite(
-  run: (x: { t: TestServer; o: Record<string, string>; w: { appId: number; key: string }; sec: string; body: Record<string, string> }) => Promise<void>,
+  run: (x: {
+    t: TestServer;
+    o: Record<string, string>;
+    w: { appId: number; key: string };
+    sec: string;
+    body: Record<string, string>;
+  }) => Promise<void>,
 ) {
   const t = await startTestServer({}, { clock });
   try {
     const o = await ownerHeaders(t);
     const w = await newApp(t, o, "web", ["https://example.com"]);
-    const sec = ((await (await t.api(`/apps/${w.appId}/forwarding-secret`, { method: "POST", headers: o })).json()) as { secret: string }).secret;
+    const sec = ((await (await t.api(`/apps/${w.appId}/forwarding-secret`, { method: "POST", headers: o })).json()) as { secret: string })
+      .secret;
     await run({ t, o, w, sec, body: { k: w.key, n: "pageview", u: "https://example.com/" } });
   } finally {
     await t.stop();
@@ -294,7 +332,8 @@ describe("visitors and sessions", () => {
     const w = await newApp(t1, o, "web", ["https://example.com"]);
     const h = { origin: "https://example.com", ...client(CHROME, "192.0.2.12") };
     expect((await sendWeb(t1.url, { k: w.key, n: "pageview", u: "https://example.com/" }, h)).status).toBe(202);
-    const days = (x: TestServer) => (x.server.services.db.query("SELECT day FROM salts ORDER BY day").all() as { day: string }[]).map((r) => r.day);
+    const days = (x: TestServer) =>
+      (x.server.services.db.query("SELECT day FROM salts ORDER BY day").all() as { day: string }[]).map((r) => r.day);
     expect(days(t1)).toEqual(["2026-11-20"]);
     const oldSalt = (t1.server.services.db.query("SELECT salt FROM salts").get() as { salt: string }).salt;
     await t1.stop();
@@ -317,7 +356,9 @@ describe("visitors and sessions", () => {
   });
 
   test("a proxied install: with the forwarding secret the forwarded address counts; a wrong secret is 403", async () => {
-    const { secret } = (await (await s.api(`/apps/${site.appId}/forwarding-secret`, { method: "POST", headers: owner })).json()) as { secret: string };
+    const { secret } = (await (await s.api(`/apps/${site.appId}/forwarding-secret`, { method: "POST", headers: owner })).json()) as {
+      secret: string;
+    };
     // Without SEXTANT_TRUST_PROXY the forwarded address would be ignored; here the server
     // trusts proxies, so use a second server that does not.
     await withProxiedSite(async ({ t, o, w, sec, body }) => {
@@ -327,12 +368,21 @@ describe("visitors and sessions", () => {
       const proxied = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec });
       expect(proxied.status).toBe(202);
       expect([...t.server.services.store.events(w.appId)].at(-1)!.dims.country).toBe("GB");
-      const viaHeader = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec, "cf-ipcountry": "NZ" });
+      const viaHeader = await sendWeb(t.url, body, {
+        "user-agent": CHROME,
+        "x-forwarded-for": GB_IP,
+        "x-sextant-forwarding-secret": sec,
+        "cf-ipcountry": "NZ",
+      });
       expect(viaHeader.status).toBe(202);
       expect([...t.server.services.store.events(w.appId)].at(-1)!.dims.country).toBe("NZ");
       // Through the proxy (no Origin) the page's host is checked against the site's origins
       // all the same: a visitor cannot send another host's pages through the site's proxy.
-      const elsewhere = await sendWeb(t.url, { ...body, u: "https://evil.example.net/" }, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec });
+      const elsewhere = await sendWeb(
+        t.url,
+        { ...body, u: "https://evil.example.net/" },
+        { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": sec },
+      );
       expect(elsewhere.status).toBe(403);
       expect(await errorCode(elsewhere)).toBe("origin_refused");
       const wrong = await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": GB_IP, "x-sextant-forwarding-secret": secret });
@@ -346,23 +396,47 @@ describe("visitors and sessions", () => {
   test("refusals through a claimed proxy are limited per sender: wrong secrets at 30/s, junk bodies at ten times that", async () => {
     await withProxiedSite(async ({ t, sec, body }) => {
       const junk: number[] = [];
-      for (let i = 0; i < 602; i++) junk.push((await sendWeb(t.url, "{not json", { "user-agent": CHROME, "x-forwarded-for": "203.0.113.9", "x-sextant-forwarding-secret": sec })).status);
+      for (let i = 0; i < 602; i++)
+        junk.push(
+          (
+            await sendWeb(t.url, "{not json", {
+              "user-agent": CHROME,
+              "x-forwarded-for": "203.0.113.9",
+              "x-sextant-forwarding-secret": sec,
+            })
+          ).status,
+        );
       expect(junk.slice(0, 600).every((x) => x === 400)).toBe(true);
       expect(junk.slice(600)).toEqual([429, 429]);
       clock.advance(1000);
-      expect((await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": "203.0.113.251", "x-sextant-forwarding-secret": sec })).status).toBe(202);
+      expect(
+        (await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": "203.0.113.251", "x-sextant-forwarding-secret": sec }))
+          .status,
+      ).toBe(202);
     });
   });
 
   test("a wrong forwarding secret buys no unlimited refusals: after 60 from one sender, 429", async () => {
     await withProxiedSite(async ({ t, sec, body }) => {
       const bogus: number[] = [];
-      for (let i = 0; i < 62; i++) bogus.push((await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": `203.0.113.${i + 1}`, "x-sextant-forwarding-secret": "wrong" })).status);
+      for (let i = 0; i < 62; i++)
+        bogus.push(
+          (
+            await sendWeb(t.url, body, {
+              "user-agent": CHROME,
+              "x-forwarded-for": `203.0.113.${i + 1}`,
+              "x-sextant-forwarding-secret": "wrong",
+            })
+          ).status,
+        );
       expect(bogus.slice(0, 60).every((x) => x === 403)).toBe(true);
       expect(bogus.slice(60)).toEqual([429, 429]);
       // Two seconds on, the sender has refusals to spare again, and the right secret works.
       clock.advance(2000);
-      expect((await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": "203.0.113.250", "x-sextant-forwarding-secret": sec })).status).toBe(202);
+      expect(
+        (await sendWeb(t.url, body, { "user-agent": CHROME, "x-forwarded-for": "203.0.113.250", "x-sextant-forwarding-secret": sec }))
+          .status,
+      ).toBe(202);
     });
   });
 
@@ -417,12 +491,15 @@ describe("tracker, documents and privacy", () => {
       // The answers as they are: Retry-After on 429 and 503, no 413 for web events.
       const batchOp = doc.paths["/v1/batch"]!.post!;
       const webOp = doc.paths["/v1/event"]!.post!;
-      for (const op of [batchOp, webOp]) for (const s of ["429", "503"]) expect(Object.keys(op.responses[s]!.headers ?? {})).toEqual(["Retry-After"]);
+      for (const op of [batchOp, webOp])
+        for (const s of ["429", "503"]) expect(Object.keys(op.responses[s]!.headers ?? {})).toEqual(["Retry-After"]);
       expect(Object.keys(webOp.responses).sort()).toEqual(["202", "400", "403", "429", "503"]);
       expect(Object.keys(batchOp.responses).sort()).toEqual(["200", "400", "401", "413", "429", "503"]);
       const o = await ownerHeaders(t);
       const a = await newApp(t, o, "web", ["https://example.com"]);
-      expect((await sendWeb(t.ingestUrl, { k: a.key, n: "pageview", u: "https://example.com/" }, { origin: "https://example.com" })).status).toBe(202);
+      expect(
+        (await sendWeb(t.ingestUrl, { k: a.key, n: "pageview", u: "https://example.com/" }, { origin: "https://example.com" })).status,
+      ).toBe(202);
       // The dashboard API is not on the ingest listener.
       expect((await fetch(`${t.ingestUrl}/api/v1/apps`)).status).toBe(404);
       // And the main listener serves the ingest document too.
@@ -456,15 +533,24 @@ describe("tracker, documents and privacy", () => {
 
 describe("durability of web events", () => {
   test("after a restart the log replays the same events, sessions continue, nothing twice", async () => {
-    const { mkdtempSync } = await import("node:fs");
-    const { tmpdir } = await import("node:os");
     const dir = tempDir("sextant-web-replay-");
     const c = new TestClock(Date.UTC(2026, 10, 20, 9, 0, 0));
     const t1 = await startTestServer({ dataDir: dir, trustProxy: true }, { clock: c });
     const o = await ownerHeaders(t1, "replay@example.com");
     const w = await newApp(t1, o, "web", ["https://example.com"]);
     const h = { origin: "https://example.com", "user-agent": CHROME, "x-forwarded-for": GB_IP };
-    await sendWeb(t1.url, { k: w.key, n: "pageview", u: "https://example.com/a?utm_campaign=x", r: "https://news.ycombinator.com/", w: 400, p: { plan: "pro", n: 3 } }, h);
+    await sendWeb(
+      t1.url,
+      {
+        k: w.key,
+        n: "pageview",
+        u: "https://example.com/a?utm_campaign=x",
+        r: "https://news.ycombinator.com/",
+        w: 400,
+        p: { plan: "pro", n: 3 },
+      },
+      h,
+    );
     c.advance(60_000);
     await sendWeb(t1.url, { k: w.key, n: "signup", u: "https://example.com/b" }, h);
     const before = structuredClone([...t1.server.services.store.events(w.appId)]);

@@ -68,7 +68,7 @@ function parseExposition(text: string): Map<string, Family> {
     const value = m[4] === "+Inf" ? Infinity : m[4] === "-Inf" ? -Infinity : Number(m[4]);
     if (m[4] !== "NaN" && Number.isNaN(value)) throw new Error(`bad value: ${line}`);
     const f = familyOf(m[1]!);
-    if (!f || !f.type) throw new Error(`sample before its family's HELP and TYPE: ${line}`);
+    if (!f?.type) throw new Error(`sample before its family's HELP and TYPE: ${line}`);
     f.samples.push({ name: m[1]!, labels, value });
   }
   for (const f of families.values()) {
@@ -173,7 +173,8 @@ describe("with SEXTANT_METRICS_TOKEN", () => {
     expect((await s.api(`/apps/${app.appId}/overview`, { headers: { authorization: `Bearer ${apiToken}` } })).status).toBe(200);
     expect((await s.req("/metrics", { headers: { ...client, authorization: `Bearer ${apiToken}` } })).status).toBe(401);
     // 20 failures at once (guard.ts), three used above: past them, even the right token is refused.
-    for (let i = 0; i < 17; i++) expect((await s.req("/metrics", { headers: { ...client, authorization: `Bearer wrong${i}` } })).status).toBe(401);
+    for (let i = 0; i < 17; i++)
+      expect((await s.req("/metrics", { headers: { ...client, authorization: `Bearer wrong${i}` } })).status).toBe(401);
     const blocked = await s.req("/metrics", { headers: { ...client, authorization: `Bearer ${TOKEN}` } });
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -232,7 +233,9 @@ describe("with SEXTANT_METRICS_TOKEN", () => {
     const web = (extra: Record<string, unknown> = {}) => ({ k: site.key, n: "pageview", u: "https://example.com/a", w: 1280, ...extra });
     expect((await sendWeb(s.url, web(), { ...O, ...from() })).status).toBe(202);
     expect((await sendWeb(s.ingestUrl, web(), { ...O, ...from() })).status).toBe(202);
-    expect((await sendWeb(s.url, web(), { ...O, ...from(), "user-agent": "Googlebot/2.1 (+http://www.google.com/bot.html)" })).status).toBe(202);
+    expect((await sendWeb(s.url, web(), { ...O, ...from(), "user-agent": "Googlebot/2.1 (+http://www.google.com/bot.html)" })).status).toBe(
+      202,
+    );
     expect((await sendWeb(s.url, web({ k: "wk_" + "0".repeat(40) }), { ...O, ...from() })).status).toBe(403);
     expect((await sendWeb(s.url, "not json", { ...O, ...from() })).status).toBe(400);
 
@@ -240,14 +243,24 @@ describe("with SEXTANT_METRICS_TOKEN", () => {
     const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
     const req = (endpoint: string, outcome: string) => delta("sextant_ingest_requests_total", { endpoint, outcome });
     const evs = (endpoint: string, outcome: string) => delta("sextant_ingest_events_total", { endpoint, outcome });
-    expect([req("batch", "accepted"), req("batch", "duplicate"), req("batch", "unknown_key"), req("batch", "malformed")]).toEqual([3, 1, 1, 1]);
-    expect([evs("batch", "accepted"), evs("batch", "duplicate"), evs("batch", "invalid_name"), evs("batch", "reserved_name")]).toEqual([4, 2, 1, 1]);
+    expect([req("batch", "accepted"), req("batch", "duplicate"), req("batch", "unknown_key"), req("batch", "malformed")]).toEqual([
+      3, 1, 1, 1,
+    ]);
+    expect([evs("batch", "accepted"), evs("batch", "duplicate"), evs("batch", "invalid_name"), evs("batch", "reserved_name")]).toEqual([
+      4, 2, 1, 1,
+    ]);
     expect([req("web", "accepted"), req("web", "bot"), req("web", "unknown_key"), req("web", "malformed")]).toEqual([2, 1, 1, 1]);
     expect([evs("web", "accepted"), evs("web", "bot"), evs("web", "unknown_key"), evs("web", "malformed")]).toEqual([2, 1, 1, 1]);
     // Nothing else moved: the sums over all outcomes are exactly what was sent.
     const total = (name: string, endpoint: string) =>
-      after.get(name)!.samples.filter((x) => x.labels.endpoint === endpoint).reduce((a, x) => a + x.value, 0) -
-      before.get(name)!.samples.filter((x) => x.labels.endpoint === endpoint).reduce((a, x) => a + x.value, 0);
+      after
+        .get(name)!
+        .samples.filter((x) => x.labels.endpoint === endpoint)
+        .reduce((a, x) => a + x.value, 0) -
+      before
+        .get(name)!
+        .samples.filter((x) => x.labels.endpoint === endpoint)
+        .reduce((a, x) => a + x.value, 0);
     expect(total("sextant_ingest_requests_total", "batch")).toBe(6);
     expect(total("sextant_ingest_requests_total", "web")).toBe(5);
     expect(total("sextant_ingest_events_total", "batch")).toBe(8);
@@ -270,7 +283,10 @@ describe("with SEXTANT_METRICS_TOKEN", () => {
     const r = await s.api(`/apps/${app.appId}/overview`, { headers: owner });
     expect(r.status).toBe(200);
     let mid = (await scrape()).fams;
-    expect(value(mid, "sextant_query_duration_seconds_count", { endpoint: overview }) - value(before, "sextant_query_duration_seconds_count", { endpoint: overview })).toBe(1);
+    expect(
+      value(mid, "sextant_query_duration_seconds_count", { endpoint: overview }) -
+        value(before, "sextant_query_duration_seconds_count", { endpoint: overview }),
+    ).toBe(1);
     expect(value(mid, "sextant_query_duration_seconds_count", { endpoint: "/api/v1/apps/:id/breakdown" })).toBe(
       value(before, "sextant_query_duration_seconds_count", { endpoint: "/api/v1/apps/:id/breakdown" }),
     );
@@ -299,7 +315,9 @@ describe("with SEXTANT_METRICS_TOKEN", () => {
   test("queries refused 503 count under their endpoint, and in its histogram", async () => {
     const before = (await scrape()).fams;
     const paths = ["overview", "breakdown?dimension=name", "events", "heatmap", "sessions", "overview?filter=name:tap"];
-    const answers = await Promise.all(paths.map((p) => s.api(`/apps/${app.appId}/${p}`, { headers: owner }).then((r) => [p.split("?")[0]!, r.status] as const)));
+    const answers = await Promise.all(
+      paths.map((p) => s.api(`/apps/${app.appId}/${p}`, { headers: owner }).then((r) => [p.split("?")[0]!, r.status] as const)),
+    );
     const refused = answers.filter(([, st]) => st === 503);
     expect(refused.length).toBeGreaterThan(0);
     expect(answers.every(([, st]) => st === 200 || st === 503)).toBe(true);

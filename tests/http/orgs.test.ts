@@ -28,7 +28,11 @@ async function newOrg(owner: string, name = "Acme"): Promise<number> {
 
 /** Invites by mail, reads the link from the mail, accepts as the invitee. */
 async function join(orgId: number, inviter: string, who: string, role: string) {
-  const r = await s.api(`/orgs/${orgId}/invitations`, { method: "POST", json: { email: `${who}@example.com`, role }, headers: as(inviter) });
+  const r = await s.api(`/orgs/${orgId}/invitations`, {
+    method: "POST",
+    json: { email: `${who}@example.com`, role },
+    headers: as(inviter),
+  });
   expect(r.status).toBe(201);
   const link = await smtp.linkFor(`${who}@example.com`, "/invitations/accept");
   const token = new URL(link).searchParams.get("token")!;
@@ -147,7 +151,11 @@ describe("invitations", () => {
     const link1 = await smtp.linkFor("zed@example.com", "/invitations/accept");
     expect(link1).toStartWith(`${s.server.services.config.publicUrl}/invitations/accept?token=`);
     const t1 = new URL(link1).searchParams.get("token")!;
-    expect(await json(await s.api(`/invitations?token=${t1}`))).toEqual({ email: "zed@example.com", org_name: "Invites Inc", role: "viewer" });
+    expect(await json(await s.api(`/invitations?token=${t1}`))).toEqual({
+      email: "zed@example.com",
+      org_name: "Invites Inc",
+      role: "viewer",
+    });
 
     // Re-inviting replaces: the old link dies, the new one works.
     await invite("zed@example.com", "member");
@@ -186,11 +194,23 @@ describe("invitations", () => {
   test("only an owner may invite an owner; inviting a member again is a conflict", async () => {
     const org = await newOrg("olga");
     await join(org, "olga", "adam", "admin");
-    const byAdmin = await s.api(`/orgs/${org}/invitations`, { method: "POST", json: { email: "x@example.com", role: "owner" }, headers: as("adam") });
+    const byAdmin = await s.api(`/orgs/${org}/invitations`, {
+      method: "POST",
+      json: { email: "x@example.com", role: "owner" },
+      headers: as("adam"),
+    });
     expect(byAdmin.status).toBe(403);
-    const byOwner = await s.api(`/orgs/${org}/invitations`, { method: "POST", json: { email: "x@example.com", role: "owner" }, headers: as("olga") });
+    const byOwner = await s.api(`/orgs/${org}/invitations`, {
+      method: "POST",
+      json: { email: "x@example.com", role: "owner" },
+      headers: as("olga"),
+    });
     expect(byOwner.status).toBe(201);
-    const dup = await s.api(`/orgs/${org}/invitations`, { method: "POST", json: { email: "adam@example.com", role: "viewer" }, headers: as("olga") });
+    const dup = await s.api(`/orgs/${org}/invitations`, {
+      method: "POST",
+      json: { email: "adam@example.com", role: "viewer" },
+      headers: as("olga"),
+    });
     expect(dup.status).toBe(409);
     const bad = await s.api(`/orgs/${org}/invitations`, { method: "POST", json: { email: "nope", role: "viewer" }, headers: as("olga") });
     expect(bad.status).toBe(400);
@@ -208,7 +228,9 @@ describe("API tokens", () => {
     const listed = await s.api(`/orgs/${org}/tokens`, { headers: as("olga") });
     const text = await listed.text();
     const olgaId = await idOf(org, "olga@example.com");
-    expect(JSON.parse(text)).toEqual([{ id: tok.id, name: "grafana", created_at: tok.created_at, created_by: { user_id: olgaId, email: "olga@example.com" } }]);
+    expect(JSON.parse(text)).toEqual([
+      { id: tok.id, name: "grafana", created_at: tok.created_at, created_by: { user_id: olgaId, email: "olga@example.com" } },
+    ]);
     expect(text).not.toContain(tok.token);
     expect(JSON.stringify(s.server.services.db.query("SELECT * FROM api_tokens").all())).not.toContain(tok.token);
 

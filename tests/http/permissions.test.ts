@@ -20,7 +20,20 @@ import { saveFunnel } from "../../src/domain/funnels.ts";
 import { createInvitation } from "../../src/domain/invitations.ts";
 import type { Actor, Role } from "../../src/domain/roles.ts";
 
-const PRINCIPALS = ["none", "bad_token", "revoked_token", "token", "bad_share", "revoked_share", "share", "viewer", "member", "admin", "owner", "outsider"] as const;
+const PRINCIPALS = [
+  "none",
+  "bad_token",
+  "revoked_token",
+  "token",
+  "bad_share",
+  "revoked_share",
+  "share",
+  "viewer",
+  "member",
+  "admin",
+  "owner",
+  "outsider",
+] as const;
 type Principal = (typeof PRINCIPALS)[number];
 
 let s: TestServer;
@@ -133,7 +146,10 @@ function headersFor(p: Principal, w: World): Record<string, string> {
       return { authorization: `Bearer ${w.share}` };
     default: {
       const session = createSession(db, users[p], Date.now());
-      return { cookie: `sextant_session=${encodeURIComponent(sign(session.token, s.server.services.cookieSecret))}`, "x-requested-with": "t" };
+      return {
+        cookie: `sextant_session=${encodeURIComponent(sign(session.token, s.server.services.cookieSecret))}`,
+        "x-requested-with": "t",
+      };
     }
   }
 }
@@ -194,10 +210,18 @@ const CASES: Record<string, Case> = {
   "PATCH /orgs/{id}": { path: (w) => `/orgs/${w.orgId}`, body: () => ({ name: "Renamed" }), ok: 200 },
   "DELETE /orgs/{id}": { path: (w) => `/orgs/${w.orgId}`, body: (w) => ({ confirm: w.orgName }), ok: 204 },
   "GET /orgs/{id}/members": { path: (w) => `/orgs/${w.orgId}/members`, ok: 200 },
-  "PATCH /orgs/{id}/members/{user_id}": { path: (w) => `/orgs/${w.orgId}/members/${users.target}`, body: () => ({ role: "member" }), ok: 200 },
+  "PATCH /orgs/{id}/members/{user_id}": {
+    path: (w) => `/orgs/${w.orgId}/members/${users.target}`,
+    body: () => ({ role: "member" }),
+    ok: 200,
+  },
   "DELETE /orgs/{id}/members/{user_id}": { path: (w) => `/orgs/${w.orgId}/members/${users.target}`, ok: 204 },
   "GET /orgs/{id}/invitations": { path: (w) => `/orgs/${w.orgId}/invitations`, ok: 200 },
-  "POST /orgs/{id}/invitations": { path: (w) => `/orgs/${w.orgId}/invitations`, body: () => ({ email: "new@example.com", role: "viewer" }), ok: 201 },
+  "POST /orgs/{id}/invitations": {
+    path: (w) => `/orgs/${w.orgId}/invitations`,
+    body: () => ({ email: "new@example.com", role: "viewer" }),
+    ok: 201,
+  },
   "DELETE /orgs/{id}/invitations/{invitation_id}": { path: (w) => `/orgs/${w.orgId}/invitations/${w.invitationId}`, ok: 204 },
   "GET /invitations": { path: (w) => `/invitations?token=${w.invitationToken}`, ok: 200 },
   "POST /invitations/accept": {
@@ -258,7 +282,11 @@ describe("permission matrix", () => {
         const res = await s.api(c.path(w, p), {
           method: row.method,
           // The anti-CSRF header on every call: the matrix is about credentials and roles.
-          headers: { "x-requested-with": "t", "x-forwarded-for": `10.${checked >> 16}.${(checked >> 8) & 255}.${checked & 255}`, ...headersFor(p, w) },
+          headers: {
+            "x-requested-with": "t",
+            "x-forwarded-for": `10.${checked >> 16}.${(checked >> 8) & 255}.${checked & 255}`,
+            ...headersFor(p, w),
+          },
           ...(body !== undefined ? { json: body } : {}),
         });
         const want = expected(row.access, row.readOnly, row.share, c.ok, p);

@@ -127,7 +127,9 @@ describe("the holder of a link", () => {
       expect([path, await theirs.json()]).toEqual([path, await mine.json()]);
     }
     // And the answers hold the events sent, so the comparison compared something.
-    const overview = await json<{ current: { totals: { events: number; sessions: number } } }>(s.api(`/apps/${appId}/overview`, { headers: bearer(link.token) }));
+    const overview = await json<{ current: { totals: { events: number; sessions: number } } }>(
+      s.api(`/apps/${appId}/overview`, { headers: bearer(link.token) }),
+    );
     expect(overview.current.totals).toMatchObject({ events: 6, sessions: 3 });
     const live = await json<{ events: number; sessions: number }>(s.api(`/apps/${appId}/live`, { headers: bearer(link.token) }));
     expect(live).toMatchObject({ events: 6, sessions: 3 });
@@ -138,7 +140,9 @@ describe("the holder of a link", () => {
   });
 
   test("reads the sessions list and one session's timeline", async () => {
-    const list = await json<{ sessions: { id: string; events: number }[] }>(s.api(`/apps/${appId}/sessions`, { headers: bearer(link.token) }));
+    const list = await json<{ sessions: { id: string; events: number }[] }>(
+      s.api(`/apps/${appId}/sessions`, { headers: bearer(link.token) }),
+    );
     expect(list.sessions).toHaveLength(3);
     const one = list.sessions.find((x) => x.events === 3)!;
     const theirs = await s.api(`/apps/${appId}/sessions/${one.id}`, { headers: bearer(link.token) });
@@ -156,7 +160,9 @@ describe("the holder of a link", () => {
     expect((await s.api("/share", { headers: from() })).status).toBe(401);
     const asOwner = await s.api("/share", { headers: owner });
     expect([asOwner.status, await errorCode(asOwner)]).toEqual([403, "share_link_required"]);
-    const { token } = await json<{ token: string }>(s.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "ci" }, headers: owner }));
+    const { token } = await json<{ token: string }>(
+      s.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "ci" }, headers: owner }),
+    );
     const asToken = await s.api("/share", { headers: bearer(token) });
     expect([asToken.status, await errorCode(asToken)]).toEqual([403, "share_link_required"]);
   });
@@ -273,10 +279,14 @@ describe("a link stops", () => {
     const adas = await json<{ token: string }>(makeLink(appId, ada.headers, "Ada's"));
     const bobs = await json<{ token: string }>(makeLink(appId, bob.headers, "Bob's"));
     expect((await s.api("/share", { headers: bearer(adas.token) })).status).toBe(200);
-    const listed = await json<{ name: string; created_by: { email: string } | null }[]>(s.api(`/apps/${appId}/share-links`, { headers: owner }));
+    const listed = await json<{ name: string; created_by: { email: string } | null }[]>(
+      s.api(`/apps/${appId}/share-links`, { headers: owner }),
+    );
     expect(listed.find((x) => x.name === "Ada's")!.created_by?.email).toBe("ada@example.com");
 
-    expect((await s.api(`/orgs/${orgId}/members/${ada.userId}`, { method: "PATCH", json: { role: "member" }, headers: owner })).status).toBe(200);
+    expect(
+      (await s.api(`/orgs/${orgId}/members/${ada.userId}`, { method: "PATCH", json: { role: "member" }, headers: owner })).status,
+    ).toBe(200);
     expect((await s.api("/share", { headers: bearer(adas.token) })).status).toBe(401);
     expect((await s.api("/share", { headers: bearer(bobs.token) })).status).toBe(200);
     expect((await s.api("/share", { headers: bearer(link.token) })).status).toBe(200);
@@ -300,7 +310,9 @@ describe("who may make links", () => {
       expect((await s.api(`/apps/${appId}/share-links`, { headers: who.headers })).status).toBe(403);
       expect((await s.api(`/apps/${appId}/share-links/${link.id}`, { method: "DELETE", headers: who.headers })).status).toBe(403);
     }
-    const { token } = await json<{ token: string }>(s.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "ci2" }, headers: owner }));
+    const { token } = await json<{ token: string }>(
+      s.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "ci2" }, headers: owner }),
+    );
     const byToken = await s.api(`/apps/${appId}/share-links`, { method: "POST", headers: bearer(token) });
     expect([byToken.status, await errorCode(byToken)]).toEqual([403, "read_only_token"]);
     const made = await makeLink(appId, ann.headers, "Ann's");
@@ -346,7 +358,8 @@ describe("purges", () => {
       for (const app of [one.appId, two.appId]) {
         expect((await t.api(`/apps/${app}/share-links`, { method: "POST", headers: h })).status).toBe(201);
       }
-      const rows = (app: number) => (t.server.services.db.query("SELECT count(*) AS n FROM share_links WHERE app_id = ?").get(app) as { n: number }).n;
+      const rows = (app: number) =>
+        (t.server.services.db.query("SELECT count(*) AS n FROM share_links WHERE app_id = ?").get(app) as { n: number }).n;
       expect((await t.api(`/apps/${one.appId}`, { method: "DELETE", headers: h })).status).toBe(200);
       expect((await t.api(`/orgs/${two.orgId}`, { method: "DELETE", json: { confirm: "Org" }, headers: h })).status).toBe(204);
       clock.advance(61_000);

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { chromiumPath } from "../helpers/browser.ts";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
 import { newApp, ownerHeaders } from "../helpers/ingest.ts";
@@ -40,7 +40,8 @@ const esc = (v: string) => v.replace(/&/g, "&amp;").replace(/"/g, "&quot;");
 
 function servePage(req: Request): Response {
   const url = new URL(req.url);
-  if (url.hostname === "elsewhere.test") return new Response(`<!doctype html><title>elsewhere</title>${url.pathname}`, { headers: { "content-type": "text/html" } });
+  if (url.hostname === "elsewhere.test")
+    return new Response(`<!doctype html><title>elsewhere</title>${url.pathname}`, { headers: { "content-type": "text/html" } });
   if (/\.(pdf|epub|png|zip)$/i.test(url.pathname)) {
     return new Response("file", { headers: { "content-type": "application/octet-stream", "content-disposition": "attachment" } });
   }
@@ -53,7 +54,10 @@ function servePage(req: Request): Response {
   const html = `<!doctype html><html><head><meta charset="utf-8"><title>${name}</title>
 <script defer src="${s.url}/script.js"${attrs}></script></head><body>${sc.body}</body></html>`;
   // A path with "missing" in it is the site's 404 page.
-  return new Response(html, { status: url.pathname.includes("missing") ? 404 : 200, headers: { "content-type": "text/html; charset=utf-8" } });
+  return new Response(html, {
+    status: url.pathname.includes("missing") ? 404 : 200,
+    headers: { "content-type": "text/html; charset=utf-8" },
+  });
 }
 
 beforeAll(async () => {
@@ -234,8 +238,15 @@ describe("tracker v2 in Chromium, checked through the stats API", () => {
     await page.waitForURL(`${ELSEWHERE}/landing?ref=1`);
     await v.settle();
     expect(await names(st.appId)).toEqual({ pageview: 3, file_download: 2, outbound_click: 4 });
-    expect(await breakdown(st.appId, "prop:url", "file_download")).toEqual({ [`${SITE}/files/report.pdf`]: 1, [`${SITE}/files/book.EPUB`]: 1 });
-    expect(await breakdown(st.appId, "prop:url", "outbound_click")).toEqual({ [`${ELSEWHERE}/new-tab`]: 1, [`${ELSEWHERE}/ctrl`]: 1, [`${ELSEWHERE}/landing?ref=1`]: 2 });
+    expect(await breakdown(st.appId, "prop:url", "file_download")).toEqual({
+      [`${SITE}/files/report.pdf`]: 1,
+      [`${SITE}/files/book.EPUB`]: 1,
+    });
+    expect(await breakdown(st.appId, "prop:url", "outbound_click")).toEqual({
+      [`${ELSEWHERE}/new-tab`]: 1,
+      [`${ELSEWHERE}/ctrl`]: 1,
+      [`${ELSEWHERE}/landing?ref=1`]: 2,
+    });
     expect(await breakdown(st.appId, "pathname", "pageview")).toEqual({ "/s/links/": 2, "/s/links/next": 1 });
     await v.ctx.close();
   });
@@ -272,7 +283,11 @@ describe("tracker v2 in Chromium, checked through the stats API", () => {
   });
 
   test("data-exclude: excluded pages send nothing, page views nor events", async () => {
-    const st = await site("exclude", { "data-exclude": "/s/exclude/admin, /s/exclude/private/*", "data-outbound-links": "" }, `<a id="out" href="${ELSEWHERE}/x">out</a>`);
+    const st = await site(
+      "exclude",
+      { "data-exclude": "/s/exclude/admin, /s/exclude/private/*", "data-outbound-links": "" },
+      `<a id="out" href="${ELSEWHERE}/x">out</a>`,
+    );
     const v = await visitor();
     const page = await v.ctx.newPage();
     for (const path of ["admin", "admin/", "private/x", "private/x/y", "ok"]) await go(page, st.url(path));
@@ -320,7 +335,7 @@ describe("tracker v2 in Chromium, checked through the stats API", () => {
     await v.ctx.close();
   });
 
-  test("the opt-out: after localStorage.sextant_ignore = \"true\" that browser sends nothing; no cookies, no storage written", async () => {
+  test('the opt-out: after localStorage.sextant_ignore = "true" that browser sends nothing; no cookies, no storage written', async () => {
     const st = await site("optout", { "data-outbound-links": "" }, `<a id="out" href="${ELSEWHERE}/y">out</a>`);
     const v = await visitor();
     const page = await v.ctx.newPage();
@@ -350,8 +365,12 @@ describe("tracker v2 in Chromium, checked through the stats API", () => {
   });
 
   test("a back/forward cache restore is a page view", async () => {
-    const st = await site("bfcache", {}, `<a id="next" href="/s/bfcache/b">b</a>
-      <script>addEventListener("pageshow", (e) => { window.__restored = e.persisted })</script>`);
+    const st = await site(
+      "bfcache",
+      {},
+      `<a id="next" href="/s/bfcache/b">b</a>
+      <script>addEventListener("pageshow", (e) => { window.__restored = e.persisted })</script>`,
+    );
     const v = await visitor();
     const page = await v.ctx.newPage();
     await go(page, st.url("a"));

@@ -100,10 +100,12 @@ function page(o: PageOpts = {}) {
     sent,
     location,
     history,
-    fire: (t: string, e?: unknown) => (listeners[t] ?? []).forEach((f) => f(e)),
+    fire: (t: string, e?: unknown) => {
+      for (const f of listeners[t] ?? []) f(e);
+    },
     becomeVisible: () => {
       document.visibilityState = "visible";
-      [...(docListeners.visibilitychange ?? [])].forEach((f) => f());
+      for (const f of [...(docListeners.visibilitychange ?? [])]) f();
     },
     call: (name: string, props?: unknown) => (ctx.sextant as (n: string, p?: unknown) => void)(name, props),
   };
@@ -117,7 +119,14 @@ describe("the tracker, run in a page", () => {
         via: "beacon",
         url: "https://stats.example.net/v1/event",
         type: "text/plain",
-        body: { k: "wk_test", n: "pageview", u: "https://example.com/pricing?utm_source=x", r: "https://www.google.com/", w: 1440, p: null },
+        body: {
+          k: "wk_test",
+          n: "pageview",
+          u: "https://example.com/pricing?utm_source=x",
+          r: "https://www.google.com/",
+          w: 1440,
+          p: null,
+        },
       },
     ]);
   });
@@ -172,7 +181,8 @@ describe("the tracker, run in a page", () => {
 
   test("data-exclude: * within a segment, ** across; the opt-out flag sends nothing", () => {
     const urls = ["/admin", "/admin/", "/admin/users", "/admin/users/7", "/blog/a/edit", "/blog/a/b/edit", "/docs"];
-    const sentFor = (u: string) => page({ href: "https://example.com" + u, attrs: { "data-exclude": "/admin, /admin/*, /blog/*/edit" } }).sent.length;
+    const sentFor = (u: string) =>
+      page({ href: "https://example.com" + u, attrs: { "data-exclude": "/admin, /admin/*, /blog/*/edit" } }).sent.length;
     expect(urls.map(sentFor)).toEqual([0, 0, 0, 1, 0, 1, 1]);
     expect(page({ href: "https://example.com/admin/users/7", attrs: { "data-exclude": "/admin/**" } }).sent.length).toBe(0);
     const out = page({ localStorage: { sextant_ignore: "true" } });
@@ -207,7 +217,12 @@ describe("the tracker, run in a page", () => {
       const p = page(o);
       expect(p.sent.length).toBe(1);
       expect(p.sent[0]!.via).toBe("fetch");
-      expect(p.sent[0]!.init).toMatchObject({ method: "POST", keepalive: true, credentials: "omit", headers: { "Content-Type": "text/plain" } });
+      expect(p.sent[0]!.init).toMatchObject({
+        method: "POST",
+        keepalive: true,
+        credentials: "omit",
+        headers: { "Content-Type": "text/plain" },
+      });
       expect(p.sent[0]!.body.n).toBe("pageview");
     }
   });
@@ -240,7 +255,11 @@ describe("what the tracker sends is accepted as it is", () => {
     const p = page({ href: "https://example.com/pricing?utm_source=news", attrs: { "data-key": site.key }, screenWidth: 390 });
     p.call("signup", { plan: "pro" });
     for (const b of p.sent) {
-      const r = await sendWeb(s.url, JSON.stringify(b.body), { origin: "https://example.com", "user-agent": CHROME, "x-forwarded-for": "198.51.100.9" });
+      const r = await sendWeb(s.url, JSON.stringify(b.body), {
+        origin: "https://example.com",
+        "user-agent": CHROME,
+        "x-forwarded-for": "198.51.100.9",
+      });
       expect(r.status).toBe(202);
     }
     const events = [...s.server.services.store.events(site.appId)];

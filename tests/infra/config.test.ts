@@ -17,7 +17,10 @@ describe("config", () => {
     const env = { SEXTANT_PORT: "9000", SEXTANT_INGEST_PORT: "9001", SEXTANT_TRUST_PROXY: "true", SEXTANT_LOG: "silent" };
     const c = loadConfig([], env);
     expect(c).toMatchObject({ port: 9000, ingestPort: 9001, trustProxy: true, log: "silent", publicUrl: "http://localhost:9000" });
-    const f = loadConfig(["--port", "7000", "--public-url=https://stats.example.com/", "--trust-proxy"], { ...env, SEXTANT_TRUST_PROXY: "0" });
+    const f = loadConfig(["--port", "7000", "--public-url=https://stats.example.com/", "--trust-proxy"], {
+      ...env,
+      SEXTANT_TRUST_PROXY: "0",
+    });
     expect(f.port).toBe(7000);
     expect(f.publicUrl).toBe("https://stats.example.com");
     expect(f.trustProxy).toBe(true);

@@ -31,7 +31,10 @@ function answers(n: number, seed: number, at = (i: number) => T0 + i): StoredAns
   });
 }
 
-const expected = (a: StoredAnswer) => ({ ans: a.reason ? { accepted: a.accepted, dropped: a.dropped, reason: a.reason } : { accepted: a.accepted, dropped: a.dropped }, at: a.at });
+const expected = (a: StoredAnswer) => ({
+  ans: a.reason ? { accepted: a.accepted, dropped: a.dropped, reason: a.reason } : { accepted: a.accepted, dropped: a.dropped },
+  at: a.at,
+});
 
 describe("orderByHash", () => {
   test("orders 53-bit hashes as a stable comparator sort does, twins and extremes included", () => {
@@ -42,11 +45,15 @@ describe("orderByHash", () => {
         const pick = r();
         // Twins (drawn from a few values), the extremes, values sharing their low or high word, and random ones.
         hs[i] =
-          pick < 0.1 ? [7, 2 ** 40 + 3, 2 ** 53 - 1][Math.floor(r() * 3)]!
-          : pick < 0.15 ? 0
-          : pick < 0.25 ? Math.floor(r() * 2 ** 21) * 2 ** 32 + 12345
-          : pick < 0.35 ? 2 ** 45 + Math.floor(r() * 2 ** 32)
-          : Math.floor(r() * 2 ** 21) * 2 ** 32 + Math.floor(r() * 2 ** 32);
+          pick < 0.1
+            ? [7, 2 ** 40 + 3, 2 ** 53 - 1][Math.floor(r() * 3)]!
+            : pick < 0.15
+              ? 0
+              : pick < 0.25
+                ? Math.floor(r() * 2 ** 21) * 2 ** 32 + 12345
+                : pick < 0.35
+                  ? 2 ** 45 + Math.floor(r() * 2 ** 32)
+                  : Math.floor(r() * 2 ** 21) * 2 ** 32 + Math.floor(r() * 2 ** 32);
       }
       const want = Array.from({ length: n }, (_, i) => i).sort((a, b) => hs[a]! - hs[b]! || a - b);
       expect([...orderByHash(hs)]).toEqual(want);

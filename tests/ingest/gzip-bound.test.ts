@@ -36,7 +36,7 @@ for (const name of ["gunzipSync", "inflateSync"] as const) {
 
 afterAll(() => mock.restore());
 
-const { GzipError, inflateBatch, MAX_BATCH_BYTES } = await import("../../src/ingest/gzip.ts");
+const { inflateBatch, MAX_BATCH_BYTES } = await import("../../src/ingest/gzip.ts");
 
 const MIB = 1024 * 1024;
 const CHUNK_SLACK = 64 * 1024;

@@ -7,12 +7,22 @@ import { parseIsoUtc } from "../../src/ingest/iso-time.ts";
 describe("parseIsoUtc", () => {
   test("random instants, in every accepted form, alternating dates: Date.parse's answer", () => {
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let k = 0; k < 20_000; k++) {
       const ms = Math.floor(Date.UTC(1971, 0, 1) + rnd() * (Date.UTC(2099, 11, 31) - Date.UTC(1971, 0, 1)));
       const iso = new Date(ms).toISOString(); // 2026-11-21T18:09:00.123Z
       const base = iso.slice(0, 19);
-      const forms = [iso, `${base}Z`, `${base}z`, `${base}+00:00`, `${base}-00:00`, `${base}+0000`, `${base}.5Z`, `${base}.123456789Z`, `${base.replace("T", " ")}Z`];
+      const forms = [
+        iso,
+        `${base}Z`,
+        `${base}z`,
+        `${base}+00:00`,
+        `${base}-00:00`,
+        `${base}+0000`,
+        `${base}.5Z`,
+        `${base}.123456789Z`,
+        `${base.replace("T", " ")}Z`,
+      ];
       for (const f of forms) {
         const want = Date.parse(f.replace(" ", "T").replace("+0000", "+00:00").replace(/z$/, "Z"));
         expect(parseIsoUtc(f)).toBe(want);

@@ -8,11 +8,21 @@ const id = (n: number) => `0190f5a4-7b1e-4c3a-9d2e-${n.toString(16).padStart(12,
 describe("RecentAnswers", () => {
   test("finds each answer by app and batch id, through growth, with its reason", () => {
     const r = new RecentAnswers();
-    for (let i = 0; i < 5000; i++) r.add(1 + (i % 3), id(i), answerHash(1 + (i % 3), id(i)), { accepted: i % 101, dropped: 7, ...(i % 5 === 0 ? { reason: "over_quota" as const } : {}) }, 1000 + i);
+    for (let i = 0; i < 5000; i++)
+      r.add(
+        1 + (i % 3),
+        id(i),
+        answerHash(1 + (i % 3), id(i)),
+        { accepted: i % 101, dropped: 7, ...(i % 5 === 0 ? { reason: "over_quota" as const } : {}) },
+        1000 + i,
+      );
     expect(r.size).toBe(5000);
     for (let i = 0; i < 5000; i++) {
       const app = 1 + (i % 3);
-      expect(r.get(app, id(i), answerHash(app, id(i)))).toEqual({ ans: { accepted: i % 101, dropped: 7, ...(i % 5 === 0 ? { reason: "over_quota" } : {}) }, at: 1000 + i });
+      expect(r.get(app, id(i), answerHash(app, id(i)))).toEqual({
+        ans: { accepted: i % 101, dropped: 7, ...(i % 5 === 0 ? { reason: "over_quota" } : {}) },
+        at: 1000 + i,
+      });
       // Same id under another app: a different batch.
       const other = app === 3 ? 1 : app + 1;
       expect(r.get(other, id(i), answerHash(other, id(i)))).toBeUndefined();
@@ -70,7 +80,12 @@ describe("RecentAnswers", () => {
         else held.get(seq)!.accepted += 1000; // marks it unsaved, below
       }
       // Saves the unsaved ones now and then, then lets go of a random share of the oldest.
-      if (round % 3 === 0) for (const [seq, a] of held) if (a.accepted >= 1000) { r.markSaved(seq); a.accepted -= 1000; }
+      if (round % 3 === 0)
+        for (const [seq, a] of held)
+          if (a.accepted >= 1000) {
+            r.markSaved(seq);
+            a.accepted -= 1000;
+          }
       const cut = t - Math.floor(rand() * 4000);
       r.prune(cut, 0);
       // Reference: oldest first, stopping at the first young or unsaved one.

@@ -16,7 +16,12 @@ describe("scan in steps", () => {
     const small = new HeadChunk(7);
     for (const e of randomEvents(7, 100, { seed: 6, start: START, spanMs: 86_400_000 })) small.append(e);
     // A window that cuts the chunk and a filter: rows are tested one by one.
-    const o: ScanOptions = { startMs: START + 3_600_000, endMs: START + 40 * 3_600_000, debug: false, filters: [{ dim: "country", values: ["US", "GB"] }] };
+    const o: ScanOptions = {
+      startMs: START + 3_600_000,
+      endMs: START + 40 * 3_600_000,
+      debug: false,
+      filters: [{ dim: "country", values: ["US", "GB"] }],
+    };
     const whole: number[] = [];
     scan([h, small], o, (c, i) => whole.push(c === h ? i : -1 - i));
     expect(whole.length).toBeGreaterThan(STEP_ROWS / 4);

@@ -1,12 +1,12 @@
-// The sessions walk (src/query/sessions.ts) against a plain reference over the same
-// events: sessions spread over two partitions and a head, enough of them for the walk's
-// buckets of session ids to be many, whole chunks (read by runs) and partial or filtered
-// ones (read row by row).
+// The sessions walk (src/query/session-fold.ts, and walkSessions in session-walk.ts)
+// against a plain reference over the same events: sessions spread over two partitions and
+// a head, enough of them for the walk's buckets of session ids to be many, whole chunks
+// (read by runs) and partial or filtered ones (read row by row).
 
 import { describe, expect, test } from "bun:test";
 import { HeadChunk, type Chunk } from "../../src/store/chunk.ts";
 import { readPartition, writePartition } from "../../src/store/parquet.ts";
-import { collectSessions } from "../../src/query/sessions.ts";
+import { collectSessions } from "../../src/query/session-fold.ts";
 import { walkSessions } from "../../src/query/session-walk.ts";
 import { complete } from "../../src/query/work.ts";
 import type { ScanOptions } from "../../src/query/scan.ts";
@@ -17,7 +17,8 @@ import { groupBy, refSessionPlace } from "../helpers/reference.ts";
 function partition(events: StoredEvent[]) {
   const h = new HeadChunk(7);
   for (const e of events) h.append(e);
-  return readPartition(writePartition([{ chunk: h, rows: Uint32Array.from({ length: h.n }, (_, i) => i) }], { app: 7, tag: 1 }).bytes).chunk;
+  return readPartition(writePartition([{ chunk: h, rows: Uint32Array.from({ length: h.n }, (_, i) => i) }], { app: 7, tag: 1 }).bytes)
+    .chunk;
 }
 
 describe("sessions walk", () => {
@@ -29,7 +30,13 @@ describe("sessions walk", () => {
   const chunks = [a, b, head];
 
   const reference = (o: ScanOptions) => {
-    const pass = events.filter((e) => e.debug === o.debug && e.ts >= o.startMs && e.ts < o.endMs && o.filters.every((f) => f.values.includes((e.dims as Record<string, string>)[f.dim]!)));
+    const pass = events.filter(
+      (e) =>
+        e.debug === o.debug &&
+        e.ts >= o.startMs &&
+        e.ts < o.endMs &&
+        o.filters.every((f) => f.values.includes((e.dims as Record<string, string>)[f.dim]!)),
+    );
     const out = new Map<number, object>();
     for (const [id, es] of groupBy(pass, (e) => e.session)) {
       out.set(id, {
@@ -50,7 +57,15 @@ describe("sessions walk", () => {
     const out = new Map<number, object>();
     for (let k = 0; k < s.n; k++) {
       expect(out.has(s.id[k]!)).toBe(false);
-      out.set(s.id[k]!, { first: s.first[k], last: s.last[k], events: s.events[k], pageviews: s.pageviews[k], visitor: s.visitor[k], entry: s.place(k, "entry"), exit: s.place(k, "exit") });
+      out.set(s.id[k]!, {
+        first: s.first[k],
+        last: s.last[k],
+        events: s.events[k],
+        pageviews: s.pageviews[k],
+        visitor: s.visitor[k],
+        entry: s.place(k, "entry"),
+        exit: s.place(k, "exit"),
+      });
     }
     return out;
   };
@@ -71,21 +86,33 @@ describe("sessions walk", () => {
     });
 
     test(`${name}: each session's rows in time order (funnel, paths)`, () => {
-      const pass = events.filter((e) => e.debug === o.debug && e.ts >= o.startMs && e.ts < o.endMs && o.filters.every((f) => f.values.includes((e.dims as Record<string, string>)[f.dim]!)));
+      const pass = events.filter(
+        (e) =>
+          e.debug === o.debug &&
+          e.ts >= o.startMs &&
+          e.ts < o.endMs &&
+          o.filters.every((f) => f.values.includes((e.dims as Record<string, string>)[f.dim]!)),
+      );
       const want = new Map<number, string[]>();
-      for (const [id, es] of groupBy(pass, (e) => e.session)) want.set(id, [...es].sort((x, y) => x.ts - y.ts).map((e) => `${e.ts} ${e.name} ${e.dims.pathname}`));
+      for (const [id, es] of groupBy(pass, (e) => e.session))
+        want.set(
+          id,
+          [...es].sort((x, y) => x.ts - y.ts).map((e) => `${e.ts} ${e.name} ${e.dims.pathname}`),
+        );
       const got = new Map<number, string[]>();
-      complete(walkSessions(chunks, o, (s, cs) => {
-        expect(got.has(s.id)).toBe(false);
-        const rows: string[] = [];
-        for (let k = 0; k < s.n; k++) {
-          const c = cs[s.chunk[k]!]!;
-          const i = s.row[k]!;
-          expect(c.session[c.ctx[i]!]).toBe(s.id);
-          rows.push(`${c.ts[i]} ${c.dicts.name.values[c.name[i]!]} ${c.dicts.pathname.values[c.pathname[i]!]}`);
-        }
-        got.set(s.id, rows);
-      }));
+      complete(
+        walkSessions(chunks, o, (s, cs) => {
+          expect(got.has(s.id)).toBe(false);
+          const rows: string[] = [];
+          for (let k = 0; k < s.n; k++) {
+            const c = cs[s.chunk[k]!]!;
+            const i = s.row[k]!;
+            expect(c.session[c.ctx[i]!]).toBe(s.id);
+            rows.push(`${c.ts[i]} ${c.dicts.name.values[c.name[i]!]} ${c.dicts.pathname.values[c.pathname[i]!]}`);
+          }
+          got.set(s.id, rows);
+        }),
+      );
       expect(got).toEqual(want);
     });
   }

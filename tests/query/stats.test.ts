@@ -8,7 +8,18 @@ import { startTestServer, TestClock, type TestServer } from "../helpers/server.t
 import { tempDir } from "../helpers/tmp.ts";
 import { newApp, ownerHeaders } from "../helpers/ingest.ts";
 import { randomEvents } from "../helpers/events.ts";
-import { refBreakdown, refEvents, refEventSeries, refFunnel, refHeatmap, refMatch, refOverviewPeriod, refPaths, refSessions, type RefQuery } from "../helpers/reference.ts";
+import {
+  refBreakdown,
+  refEvents,
+  refEventSeries,
+  refFunnel,
+  refHeatmap,
+  refMatch,
+  refOverviewPeriod,
+  refPaths,
+  refSessions,
+  type RefQuery,
+} from "../helpers/reference.ts";
 import type { StoredEvent } from "../../src/model/event.ts";
 import { stateDirOf } from "../../src/durability/open.ts";
 
@@ -66,7 +77,10 @@ const get = async <T>(path: string) => {
 const FILTER_SETS: [string, string[]][][] = [
   [],
   [["country", ["GB"]]],
-  [["country", ["GB", "US"]], ["browser", ["Chrome"]]],
+  [
+    ["country", ["GB", "US"]],
+    ["browser", ["Chrome"]],
+  ],
   [["pathname", ["/pricing"]]],
   [["name", ["signup", "purchase"]]],
   [["prop:plan", ["pro"]]],
@@ -78,9 +92,16 @@ describe("stats against the reference", () => {
   test("overview: unfiltered from rollups and filtered from events, with compare", async () => {
     for (const filters of FILTER_SETS) {
       for (const debug of [false, true]) {
-        const o = await get<{ current: { series: unknown; totals: unknown }; previous: unknown; source: string }>(`/apps/${web.appId}/overview?${qs(filters, { debug: String(debug), compare: "previous" })}`);
+        const o = await get<{ current: { series: unknown; totals: unknown }; previous: unknown; source: string }>(
+          `/apps/${web.appId}/overview?${qs(filters, { debug: String(debug), compare: "previous" })}`,
+        );
         const want = refOverviewPeriod(webEvents, q("web", filters, debug));
-        expect({ filters, debug, series: o.current.series, totals: o.current.totals }).toEqual({ filters, debug, series: want.series, totals: want.totals });
+        expect({ filters, debug, series: o.current.series, totals: o.current.totals }).toEqual({
+          filters,
+          debug,
+          series: want.series,
+          totals: want.totals,
+        });
         expect(o.source).toBe(filters.length ? "events" : "daily_totals");
         expect(o.previous).not.toBeNull();
       }
@@ -95,7 +116,12 @@ describe("stats against the reference", () => {
       for (const metric of ["events", "sessions", "users"] as const) {
         for (const filters of [FILTER_SETS[0]!, FILTER_SETS[1]!, FILTER_SETS[5]!]) {
           const b = await get<{ rows: unknown }>(`/apps/${web.appId}/breakdown?${qs(filters, { dimension: dim, metric, limit: "1000" })}`);
-          expect({ dim, metric, filters, rows: b.rows }).toEqual({ dim, metric, filters, rows: refBreakdown(webEvents, q("web", filters), dim, metric, 1000) });
+          expect({ dim, metric, filters, rows: b.rows }).toEqual({
+            dim,
+            metric,
+            filters,
+            rows: refBreakdown(webEvents, q("web", filters), dim, metric, 1000),
+          });
         }
       }
     }
@@ -106,7 +132,9 @@ describe("stats against the reference", () => {
       for (const metric of ["sessions", "users"] as const) {
         for (const filters of FILTER_SETS) {
           for (const from of [FROM, "2026-11-12"]) {
-            const b = await get<{ rows: unknown }>(`/apps/${web.appId}/breakdown?${qs(filters, { dimension: dim, metric, limit: "1000", from })}`);
+            const b = await get<{ rows: unknown }>(
+              `/apps/${web.appId}/breakdown?${qs(filters, { dimension: dim, metric, limit: "1000", from })}`,
+            );
             const want = refBreakdown(webEvents, q("web", filters, false, from), dim, metric, 1000);
             expect({ dim, metric, filters, from, rows: b.rows }).toEqual({ dim, metric, filters, from, rows: want });
           }
@@ -122,26 +150,41 @@ describe("stats against the reference", () => {
       const e = await get<{ events: unknown }>(`/apps/${app.appId}/events?${qs(filters)}`);
       expect({ filters, events: e.events }).toEqual({ filters, events: refEvents(appEvents, q("app", filters), 50) });
     }
-    const d = await get<{ series: { events: number; sessions: number; users: number }[]; number_properties: { key: string; count: number; sum: number }[]; string_properties: { key: string; values: { value: string; count: number }[] }[]; property_by: { value: string; count: number }[] }>(
-      `/apps/${app.appId}/events/purchase?${qs([], { property: "value", by: "country" })}`,
-    );
+    const d = await get<{
+      series: { events: number; sessions: number; users: number }[];
+      number_properties: { key: string; count: number; sum: number }[];
+      string_properties: { key: string; values: { value: string; count: number }[] }[];
+      property_by: { value: string; count: number }[];
+    }>(`/apps/${app.appId}/events/purchase?${qs([], { property: "value", by: "country" })}`);
     const evs = refMatch(appEvents, q("app")).filter((e) => e.name === "purchase");
     expect(d.series.reduce((a, p) => a + p.events, 0)).toBe(evs.length);
     const vals = evs.filter((e) => e.np.value !== undefined).map((e) => e.np.value!);
     expect(d.number_properties).toEqual([expect.objectContaining({ key: "value", count: vals.length })]);
-    expect(d.number_properties[0]!.sum).toBeCloseTo(vals.reduce((a, b) => a + b, 0), 6);
+    expect(d.number_properties[0]!.sum).toBeCloseTo(
+      vals.reduce((a, b) => a + b, 0),
+      6,
+    );
     expect(d.property_by.reduce((a, g) => a + g.count, 0)).toBe(vals.length);
     // The daily series, point by point: pageviews of the web site have sessions that cross midnight.
-    for (const [a, list, name, kind] of [[app, appEvents, "purchase", "app"], [web, webEvents, "pageview", "web"]] as const) {
-      const got = await get<{ series: { day: string; events: number; sessions: number; users: number }[] }>(`/apps/${a.appId}/events/${name}?${qs([])}`);
+    for (const [a, list, name, kind] of [
+      [app, appEvents, "purchase", "app"],
+      [web, webEvents, "pageview", "web"],
+    ] as const) {
+      const got = await get<{ series: { day: string; events: number; sessions: number; users: number }[] }>(
+        `/apps/${a.appId}/events/${name}?${qs([])}`,
+      );
       expect(got.series.filter((p) => p.events > 0)).toEqual(refEventSeries(list, q(kind), name));
     }
-    const all = await get<{ string_properties: { key: string; values: { value: string; count: number }[] }[] }>(`/apps/${app.appId}/events/purchase?${qs([])}`);
+    const all = await get<{ string_properties: { key: string; values: { value: string; count: number }[] }[] }>(
+      `/apps/${app.appId}/events/purchase?${qs([])}`,
+    );
     const plans = new Map<string, number>();
     for (const e of evs) if (e.sp.plan) plans.set(e.sp.plan, (plans.get(e.sp.plan) ?? 0) + 1);
     // Only keys this event has values for (other events' keys are not listed, empty).
     expect(all.string_properties.filter((p) => p.values.length === 0)).toEqual([]);
-    expect(all.string_properties.find((p) => p.key === "plan")?.values).toEqual([...plans].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)));
+    expect(all.string_properties.find((p) => p.key === "plan")?.values).toEqual(
+      [...plans].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)),
+    );
   });
 
   test("funnel, with and without breakdown", async () => {
@@ -152,8 +195,15 @@ describe("stats against the reference", () => {
     ] as [string[], number][]) {
       const f = await s.api(`/apps/${web.appId}/funnel?${qs([])}`, { method: "POST", json: { steps, window_seconds: w }, headers: owner });
       const body = (await f.json()) as { groups: { group: string; steps: { sessions: number; conversion: number }[] }[] };
-      expect({ steps, sessions: body.groups[0]!.steps.map((x) => x.sessions) }).toEqual({ steps, sessions: refFunnel(webEvents, q("web"), steps, w) });
-      const g = await s.api(`/apps/${web.appId}/funnel?${qs([])}`, { method: "POST", json: { steps, window_seconds: w, breakdown: "country" }, headers: owner });
+      expect({ steps, sessions: body.groups[0]!.steps.map((x) => x.sessions) }).toEqual({
+        steps,
+        sessions: refFunnel(webEvents, q("web"), steps, w),
+      });
+      const g = await s.api(`/apps/${web.appId}/funnel?${qs([])}`, {
+        method: "POST",
+        json: { steps, window_seconds: w, breakdown: "country" },
+        headers: owner,
+      });
       const gb = (await g.json()) as { groups: { group: string; steps: { sessions: number }[] }[]; more_groups: boolean };
       expect(gb.groups.reduce((a, x) => a + x.steps[0]!.sessions, 0)).toBe(body.groups[0]!.steps[0]!.sessions);
       expect(gb.more_groups).toBe(false);
@@ -188,13 +238,19 @@ describe("stats against the reference", () => {
         const h = await get<{ cells: unknown }>(`/apps/${w.appId}/heatmap?${qs(filters)}`);
         expect(h.cells).toEqual(refHeatmap(evs.slice(0, n), q("web", filters)));
         // Event detail's daily series: days held by one sorted chunk count sessions without a set.
-        const got = await get<{ series: { day: string; events: number; sessions: number; users: number }[] }>(`/apps/${w.appId}/events/pageview?${qs(filters)}`);
+        const got = await get<{ series: { day: string; events: number; sessions: number; users: number }[] }>(
+          `/apps/${w.appId}/events/pageview?${qs(filters)}`,
+        );
         expect(got.series.filter((p) => p.events > 0)).toEqual(refEventSeries(evs.slice(0, n), q("web", filters), "pageview"));
         // Partitions that share no day with another are counted each on its own (breakdown.ts).
         for (const dim of ["pathname", "country"]) {
           for (const metric of ["sessions", "users"] as const) {
             const b = await get<{ rows: unknown }>(`/apps/${w.appId}/breakdown?${qs(filters, { dimension: dim, metric, limit: "1000" })}`);
-            expect({ dim, metric, rows: b.rows }).toEqual({ dim, metric, rows: refBreakdown(evs.slice(0, n), q("web", filters), dim, metric, 1000) });
+            expect({ dim, metric, rows: b.rows }).toEqual({
+              dim,
+              metric,
+              rows: refBreakdown(evs.slice(0, n), q("web", filters), dim, metric, 1000),
+            });
           }
         }
       }
@@ -211,16 +267,23 @@ describe("stats against the reference", () => {
   });
 
   test("sessions and a session's timeline", async () => {
-    const r = await get<{ sessions: { id: string; events: number; started: string }[]; summary: { sessions: number } }>(`/apps/${web.appId}/sessions?${qs([], { limit: "500" })}`);
+    const r = await get<{ sessions: { id: string; events: number; started: string }[]; summary: { sessions: number } }>(
+      `/apps/${web.appId}/sessions?${qs([], { limit: "500" })}`,
+    );
     const ref = refOverviewPeriod(webEvents, q("web"));
     expect(r.summary.sessions).toBe(ref.totals.sessions);
     expect(r.sessions.length).toBe(Math.min(500, ref.totals.sessions));
     expect([...r.sessions].sort((a, b) => b.started.localeCompare(a.started))).toEqual(r.sessions);
     // The newest sessions and the summary, against the reference; a small limit as well,
     // so the operator's buffer of newest sessions is cut back many times.
-    for (const [site, events, kind] of [[web, webEvents, "web"], [app, appEvents, "app"]] as const) {
+    for (const [site, events, kind] of [
+      [web, webEvents, "web"],
+      [app, appEvents, "app"],
+    ] as const) {
       for (const limit of [7, 500]) {
-        const got = await get<{ sessions: { id: string }[]; summary: Record<string, number> }>(`/apps/${site.appId}/sessions?${qs([], { limit: String(limit) })}`);
+        const got = await get<{ sessions: { id: string }[]; summary: Record<string, number> }>(
+          `/apps/${site.appId}/sessions?${qs([], { limit: String(limit) })}`,
+        );
         const want = refSessions(events, q(kind), limit);
         expect({ ids: got.sessions.map((x) => x.id), summary: got.summary }).toEqual(want);
       }
@@ -234,7 +297,9 @@ describe("stats against the reference", () => {
   });
 
   test("empty windows, unknown parameters and dimensions, other apps' data", async () => {
-    const empty = await get<{ current: { totals: { events: number }; series: unknown[] } }>(`/apps/${web.appId}/overview?from=2025-01-01&to=2025-01-03`);
+    const empty = await get<{ current: { totals: { events: number }; series: unknown[] } }>(
+      `/apps/${web.appId}/overview?from=2025-01-01&to=2025-01-03`,
+    );
     expect(empty.current.totals.events).toBe(0);
     expect(empty.current.series.length).toBe(3);
     expect((await s.api(`/apps/${web.appId}/overview?bogus=1`, { headers: owner })).status).toBe(400);
@@ -255,7 +320,8 @@ describe("live against the reference", () => {
     const inWindow = evs.filter((e) => e.ts >= start && e.ts <= now && e.debug === debug);
     return { n: inWindow.length, want: { minutes: 5, events: inWindow.length, sessions: new Set(inWindow.map((e) => e.session)).size } };
   };
-  const liveOf = (appId: number, debug: boolean) => get<{ events: number; sessions: number; minutes: number }>(`/apps/${appId}/live${debug ? "?debug=true" : ""}`);
+  const liveOf = (appId: number, debug: boolean) =>
+    get<{ events: number; sessions: number; minutes: number }>(`/apps/${appId}/live${debug ? "?debug=true" : ""}`);
 
   test("events and distinct sessions of the last 5 minutes, from the live counts, a flush in between", async () => {
     const w = await newApp(s, owner, "web", ["https://example.com"], web.orgId);
@@ -265,7 +331,9 @@ describe("live against the reference", () => {
     // A new app: nothing of it was stored before this process, so it is counted from the start.
     let now = clock.now();
     // Nothing after the clock, as ingest clamps times (the generator's sessions run on).
-    const before = randomEvents(w.appId, 8000, { seed: 31, start: now - 12 * 60_000, spanMs: 12 * 60_000, web: true }).filter((e) => e.ts <= now);
+    const before = randomEvents(w.appId, 8000, { seed: 31, start: now - 12 * 60_000, spanMs: 12 * 60_000, web: true }).filter(
+      (e) => e.ts <= now,
+    );
     st.append(before.slice(0, before.length >> 1));
     await checkpoint({ db: sv.db, log: sv.log, ingest: sv.ingest, store: sv.store, stateDir: stateDirOf(sv.config.dataDir) });
     st.append(before.slice(before.length >> 1));
@@ -278,7 +346,9 @@ describe("live against the reference", () => {
     // Six minutes on, with events since (some sessions continuing).
     clock.advance(6 * 60_000);
     now = clock.now();
-    const after = randomEvents(w.appId, 8000, { seed: 32, start: now - 7 * 60_000, spanMs: 7 * 60_000, web: true }).filter((e) => e.ts <= now);
+    const after = randomEvents(w.appId, 8000, { seed: 32, start: now - 7 * 60_000, spanMs: 7 * 60_000, web: true }).filter(
+      (e) => e.ts <= now,
+    );
     for (const e of after.slice(0, 300)) e.session = before[before.length - 1 - (e.session % 50)]!.session;
     const all = [...before, ...after];
     const half = after.length >> 1;
@@ -304,7 +374,9 @@ describe("live against the reference", () => {
       expect(r.status).toBe(200);
       return r.json();
     };
-    const evs = randomEvents(w.appId, 8000, { seed: 41, start: c2.now() - 10 * 60_000, spanMs: 10 * 60_000, web: true }).filter((e) => e.ts <= c2.now());
+    const evs = randomEvents(w.appId, 8000, { seed: 41, start: c2.now() - 10 * 60_000, spanMs: 10 * 60_000, web: true }).filter(
+      (e) => e.ts <= c2.now(),
+    );
     t.server.services.store.append(evs);
     for (const debug of [false, true]) expect(await live(debug)).toEqual(refLive(evs, c2.now(), debug).want);
     // The final checkpoint puts them in the 12:00 partition; after the restart they are not counted.
@@ -319,7 +391,9 @@ describe("live against the reference", () => {
       }
       // 13:06: the window starts after the partition's hour; new events are counted.
       c2.advance(36 * 60_000);
-      const more = randomEvents(w.appId, 8000, { seed: 42, start: c2.now() - 8 * 60_000, spanMs: 8 * 60_000, web: true }).filter((e) => e.ts <= c2.now());
+      const more = randomEvents(w.appId, 8000, { seed: 42, start: c2.now() - 8 * 60_000, spanMs: 8 * 60_000, web: true }).filter(
+        (e) => e.ts <= c2.now(),
+      );
       t.server.services.store.append(more);
       expect(t.server.services.store.live.read(w.appId, false, c2.now())).not.toBeNull();
       for (const debug of [false, true]) {
@@ -365,7 +439,9 @@ describe("cache, budget and load", () => {
       const w = await newApp(u, o, "web", ["https://example.com"]);
       u.server.services.store.append(randomEvents(w.appId, 40_000, { seed: 6, start: START, spanMs: 5 * 86_400_000, web: true }));
       const many = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => u.api(`/apps/${w.appId}/breakdown?${qs([], { dimension: "entry", metric: "users", limit: String(100 + i) })}`, { headers: o })),
+        Array.from({ length: 8 }, (_, i) =>
+          u.api(`/apps/${w.appId}/breakdown?${qs([], { dimension: "entry", metric: "users", limit: String(100 + i) })}`, { headers: o }),
+        ),
       );
       const busy = many.filter((r) => r.status === 503);
       expect(busy.length).toBeGreaterThan(0);

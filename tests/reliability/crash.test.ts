@@ -59,7 +59,19 @@ describe("crash safety", () => {
     const app = await newApp(setup, o);
     await setup.stop();
     // Background data, so that compacting a day takes long enough for a kill to land in it.
-    const gen = Bun.spawnSync([process.execPath, entry, "generate", "--app", String(app.appId), "--events", String(GENERATED), "--days", "3", "--data-dir", dir]);
+    const gen = Bun.spawnSync([
+      process.execPath,
+      entry,
+      "generate",
+      "--app",
+      String(app.appId),
+      "--events",
+      String(GENERATED),
+      "--days",
+      "3",
+      "--data-dir",
+      dir,
+    ]);
     expect(gen.exitCode, gen.stderr.toString()).toBe(0);
     const pre = await startTestServer({ dataDir: dir, plansFile });
     const background = [...pre.server.services.store.events(app.appId)].length;
@@ -82,7 +94,6 @@ describe("crash safety", () => {
       ),
     }));
 
-    let acks = 0;
     let cut = 0;
     let refusals = 0;
     const landed: Record<Mode, number> = { flush: 0, compact: 0, rollups: 0, random: 0 };
@@ -107,11 +118,13 @@ describe("crash safety", () => {
           const next = all.find((x) => !x.acked && x.index < released && x.index % WORKERS === w);
           if (!next) return;
           try {
-            const r = await sendBatch(p.url, app.key, next.body, { batchId: next.id, headers: { "x-forwarded-for": `10.${round}.${w}.${next.index % 250}` } });
+            const r = await sendBatch(p.url, app.key, next.body, {
+              batchId: next.id,
+              headers: { "x-forwarded-for": `10.${round}.${w}.${next.index % 250}` },
+            });
             if (r.status === 200) {
               next.acked = (await r.json()) as { accepted: number; dropped: number };
               next.round = round;
-              acks++;
             } else {
               refusals++;
               await r.arrayBuffer();
@@ -168,9 +181,13 @@ describe("crash safety", () => {
         return (await r.json()) as T;
       };
       // Exactly once, through the stats API: the scan-based events list and event detail.
-      const list = await get<{ events: { name: string; events: number; series: number[] }[] }>(`/apps/${app.appId}/events?from=${from}&to=${to}&limit=1000`);
+      const list = await get<{ events: { name: string; events: number; series: number[] }[] }>(
+        `/apps/${app.appId}/events?from=${from}&to=${to}&limit=1000`,
+      );
       expect(list.events.find((e) => e.name === "crash")?.events).toBe(BATCHES * PER_BATCH);
-      const detail = await get<{ number_properties: { key: string; count: number; sum: number }[] }>(`/apps/${app.appId}/events/crash?from=${from}&to=${to}`);
+      const detail = await get<{ number_properties: { key: string; count: number; sum: number }[] }>(
+        `/apps/${app.appId}/events/crash?from=${from}&to=${to}`,
+      );
       const b = detail.number_properties.find((x) => x.key === "b")!;
       expect(b.count).toBe(BATCHES * PER_BATCH);
       expect(b.sum).toBe((PER_BATCH * BATCHES * (BATCHES - 1)) / 2);
@@ -192,22 +209,36 @@ describe("crash safety", () => {
       expect(seen.size).toBe(BATCHES * PER_BATCH);
       // Rollups agree with a scan: the unfiltered overview (daily_totals) against the same
       // overview filtered to every event (answered by scanning): every platform value.
-      type Overview = { source: string; current: { series: { day: string; events: number; sessions: number }[]; totals: { events: number; sessions: number } } };
+      type Overview = {
+        source: string;
+        current: { series: { day: string; events: number; sessions: number }[]; totals: { events: number; sessions: number } };
+      };
       const rolled = await get<Overview>(`/apps/${app.appId}/overview?from=${from}&to=${to}`);
       const names = list.events.map((e) => `filter=name:${encodeURIComponent(e.name)}`).join("&");
       const scanned = await get<Overview>(`/apps/${app.appId}/overview?from=${from}&to=${to}&${names}`);
       expect([rolled.source, scanned.source]).toEqual(["daily_totals", "events"]);
-      expect(rolled.current.series.map((d) => [d.day, d.events, d.sessions])).toEqual(scanned.current.series.map((d) => [d.day, d.events, d.sessions]));
+      expect(rolled.current.series.map((d) => [d.day, d.events, d.sessions])).toEqual(
+        scanned.current.series.map((d) => [d.day, d.events, d.sessions]),
+      );
       expect(rolled.current.totals.events).toBe(inWindow);
       // Nothing lost or doubled among the events that were already there either.
       expect(total).toBe(BATCHES * PER_BATCH + background);
-      figures = { kills: KILLS, landed, batches: BATCHES, events: BATCHES * PER_BATCH, background_events: background, requests_cut_by_a_kill: cut, refusals_retried: refusals };
+      figures = {
+        kills: KILLS,
+        landed,
+        batches: BATCHES,
+        events: BATCHES * PER_BATCH,
+        background_events: background,
+        requests_cut_by_a_kill: cut,
+        refusals_retried: refusals,
+      };
     } finally {
       await check.stop();
       rmSync(dir, { recursive: true, force: true });
     }
     console.log("crash:", JSON.stringify(figures));
-    if (process.env.SEXTANT_RELIABILITY_OUT) writeFileSync(join(process.env.SEXTANT_RELIABILITY_OUT, "crash.json"), JSON.stringify(figures, null, 2));
+    if (process.env.SEXTANT_RELIABILITY_OUT)
+      writeFileSync(join(process.env.SEXTANT_RELIABILITY_OUT, "crash.json"), JSON.stringify(figures, null, 2));
     // The kills must have hit each kind of work at least once, or the test proves less.
     expect(landed.flush).toBeGreaterThan(0);
     expect(landed.compact).toBeGreaterThan(0);

@@ -14,12 +14,20 @@ import { join } from "node:path";
 import { spawnSextant, type Proc } from "../helpers/process.ts";
 import { startTestServer } from "../helpers/server.ts";
 import { batch, newApp, ownerHeaders, sendBatch } from "../helpers/ingest.ts";
+import { warnSkipped } from "../helpers/skip.ts";
 
 const entry = join(import.meta.dir, "..", "..", "bin", "sextant.ts");
 const mountPoint = mkdtempSync(join(tmpdir(), "sextant-disk-"));
 const sh = (...cmd: string[]) => Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
-const canMount = process.getuid?.() === 0 && sh("mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", mountPoint).exitCode === 0;
-if (!canMount) console.log("disk trouble test skipped: mounting a tmpfs needs root");
+const isRoot = process.getuid?.() === 0;
+const mounted = isRoot ? sh("mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", mountPoint) : null;
+const canMount = mounted?.exitCode === 0;
+if (!isRoot) warnSkipped("tests/reliability/disk.test.ts", "needs root (mount(8) of a tmpfs); a full disk was NOT tested");
+else if (!canMount)
+  warnSkipped(
+    "tests/reliability/disk.test.ts",
+    `running as root, but mounting a tmpfs failed (${mounted?.stderr.toString().trim()}); a full disk was NOT tested`,
+  );
 
 interface Sent {
   id: string;
@@ -58,7 +66,12 @@ describe.skipIf(!canMount)("disk trouble", () => {
       const owner = await ownerHeaders(setup, "disk@example.com");
       const app = await newApp(setup, owner);
       await setup.stop();
-      p = await spawnSextant([process.execPath, entry], { SEXTANT_DATA_DIR: dataDir, SEXTANT_TRUST_PROXY: "true", SEXTANT_PLANS_FILE: plansFile, SEXTANT_MEMORY_MB: "64" });
+      p = await spawnSextant([process.execPath, entry], {
+        SEXTANT_DATA_DIR: dataDir,
+        SEXTANT_TRUST_PROXY: "true",
+        SEXTANT_PLANS_FILE: plansFile,
+        SEXTANT_MEMORY_MB: "64",
+      });
       const url = p.url;
 
       const sent: Sent[] = [];
@@ -73,11 +86,21 @@ describe.skipIf(!canMount)("disk trouble", () => {
           sent.push({
             id: crypto.randomUUID(),
             acked: false,
-            body: batch(Array.from({ length: 20 }, (_, j) => ({ name: "disk", ts: new Date().toISOString(), session_id: `s${k % 9}`, props: { k, j, pad: "x".repeat(200) } }))),
+            body: batch(
+              Array.from({ length: 20 }, (_, j) => ({
+                name: "disk",
+                ts: new Date().toISOString(),
+                session_id: `s${k % 9}`,
+                props: { k, j, pad: "x".repeat(200) },
+              })),
+            ),
           });
         }
         for (const b of sent.filter((x) => !x.acked)) {
-          const r = await sendBatch(url, app.key, b.body, { batchId: b.id, headers: { "x-forwarded-for": `10.1.${(reqs >> 8) & 255}.${reqs++ & 255}` } });
+          const r = await sendBatch(url, app.key, b.body, {
+            batchId: b.id,
+            headers: { "x-forwarded-for": `10.1.${(reqs >> 8) & 255}.${reqs++ & 255}` },
+          });
           statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
           if (r.status === 200) {
             expect(await r.json()).toEqual({ accepted: 20, dropped: 0 });
@@ -118,9 +141,15 @@ describe.skipIf(!canMount)("disk trouble", () => {
 
       await round(10);
       expect(sent.every((x) => x.acked)).toBe(true);
-      expect(Object.keys(Object.fromEntries(statuses)).map(Number).every((s) => s === 200 || s === 503)).toBe(true);
+      expect(
+        Object.keys(Object.fromEntries(statuses))
+          .map(Number)
+          .every((s) => s === 200 || s === 503),
+      ).toBe(true);
       expect(missingRetryAfter).toBe(0);
-      console.log(`disk test: ${sent.length} batches, statuses ${JSON.stringify(Object.fromEntries(statuses))}, 503s while full ${fullRefusals}, rounds stored in the log's reserve ${reserved - 1}`);
+      console.log(
+        `disk test: ${sent.length} batches, statuses ${JSON.stringify(Object.fromEntries(statuses))}, 503s while full ${fullRefusals}, rounds stored in the log's reserve ${reserved - 1}`,
+      );
       if (process.env.SEXTANT_RELIABILITY_OUT) {
         writeFileSync(
           join(process.env.SEXTANT_RELIABILITY_OUT, "disk.json"),

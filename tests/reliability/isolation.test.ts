@@ -44,12 +44,27 @@ beforeAll(async () => {
   ({ orgId: aOrg, appId: aApp } = await newApp(s, a));
   const bApp = await newApp(s, b);
   const j = async (r: Promise<Response>) => (await r).json() as Promise<Record<string, unknown>>;
-  const funnel = await j(s.api(`/apps/${bApp.appId}/funnels`, { method: "POST", json: { name: "B funnel", steps: ["x", "y"] }, headers: b }));
-  await sendBatch(s.url, bApp.key, batch([{ name: "secret_b_event", ts: new Date().toISOString(), session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e", props: { plan: "b-only" } }]));
+  const funnel = await j(
+    s.api(`/apps/${bApp.appId}/funnels`, { method: "POST", json: { name: "B funnel", steps: ["x", "y"] }, headers: b }),
+  );
+  await sendBatch(
+    s.url,
+    bApp.key,
+    batch([
+      {
+        name: "secret_b_event",
+        ts: new Date().toISOString(),
+        session_id: "0190f5a4-7b1e-7c3a-9d2e-5f6a7b8c9d0e",
+        props: { plan: "b-only" },
+      },
+    ]),
+  );
   const listed = await j(s.api(`/apps/${bApp.appId}/sessions`, { headers: b }));
   const sessionId = (listed.sessions as { id: string }[])[0]!.id;
   const job = await j(s.api(`/apps/${bApp.appId}/export`, { method: "POST", json: { format: "csv" }, headers: b }));
-  const inv = await j(s.api(`/orgs/${bApp.orgId}/invitations`, { method: "POST", json: { email: "carol@example.com", role: "viewer" }, headers: b }));
+  const inv = await j(
+    s.api(`/orgs/${bApp.orgId}/invitations`, { method: "POST", json: { email: "carol@example.com", role: "viewer" }, headers: b }),
+  );
   const tok = await j(s.api(`/orgs/${bApp.orgId}/tokens`, { method: "POST", json: { name: "b-token" }, headers: b }));
   const link = await j(s.api(`/apps/${bApp.appId}/share-links`, { method: "POST", json: { name: "b-share" }, headers: b }));
   const me = await j(s.api("/me", { headers: b }));
@@ -83,13 +98,39 @@ function fill(path: string, ids: Record<string, string | number>): string {
 }
 
 function idsOfB(path: string): Record<string, string | number> {
-  const id = path.startsWith("/api/v1/orgs/") ? B.orgId : path.startsWith("/api/v1/jobs/") ? B.jobId : path.startsWith("/api/v1/me/sessions/") ? B.signInSessionId : B.appId;
-  return { id, name: "secret_b_event", key: B.key, funnel_id: B.funnelId, session_id: B.sessionId, invitation_id: B.invitationId, token_id: B.tokenId, link_id: B.shareLinkId, user_id: B.userId };
+  const id = path.startsWith("/api/v1/orgs/")
+    ? B.orgId
+    : path.startsWith("/api/v1/jobs/")
+      ? B.jobId
+      : path.startsWith("/api/v1/me/sessions/")
+        ? B.signInSessionId
+        : B.appId;
+  return {
+    id,
+    name: "secret_b_event",
+    key: B.key,
+    funnel_id: B.funnelId,
+    session_id: B.sessionId,
+    invitation_id: B.invitationId,
+    token_id: B.tokenId,
+    link_id: B.shareLinkId,
+    user_id: B.userId,
+  };
 }
 
 function idsNowhere(r: () => number): Record<string, string | number> {
   const n = 1_000_000 + Math.floor(r() * 1_000_000_000);
-  return { id: n, name: "secret_b_event", key: `ak_${n.toString(36).padStart(22, "0")}`, funnel_id: n, session_id: `${Math.floor(n / 7).toString(36)}-${n.toString(16)}`, invitation_id: `inv_${n}`, token_id: n, link_id: n, user_id: n };
+  return {
+    id: n,
+    name: "secret_b_event",
+    key: `ak_${n.toString(36).padStart(22, "0")}`,
+    funnel_id: n,
+    session_id: `${Math.floor(n / 7).toString(36)}-${n.toString(16)}`,
+    invitation_id: `inv_${n}`,
+    token_id: n,
+    link_id: n,
+    user_id: n,
+  };
 }
 
 function bodyFor(method: string, path: string): unknown {
@@ -135,7 +176,8 @@ describe("org isolation", () => {
       if (row.path.endsWith("/sessions/{session_id}")) {
         const inOwnApp = await call(row.method, fill(row.path, { ...idsOfB(row.path), id: aApp }), body);
         const nowhere = await call(row.method, fill(row.path, { ...idsNowhere(r), id: aApp }), body);
-        if (inOwnApp.status !== 200 || inOwnApp.text !== nowhere.text) failures.push(`${key} in A's app with B's session: ${inOwnApp.status} ${inOwnApp.text.slice(0, 120)}`);
+        if (inOwnApp.status !== 200 || inOwnApp.text !== nowhere.text)
+          failures.push(`${key} in A's app with B's session: ${inOwnApp.status} ${inOwnApp.text.slice(0, 120)}`);
       }
       if (theirs.status !== 404) failures.push(`${key} with B's ids: ${theirs.status} ${theirs.text.slice(0, 160)}`);
       for (const leak of ["secret_b_event", "b-only", "B funnel", "bob@", "carol@", "b-token", "b-share", B.key]) {
@@ -154,7 +196,10 @@ describe("org isolation", () => {
     expect(failures).toEqual([]);
     console.log(`isolation: ${rows.length} endpoints, ${calls} calls as another org's owner, all 404 and indistinguishable`);
     if (process.env.SEXTANT_RELIABILITY_OUT) {
-      writeFileSync(join(process.env.SEXTANT_RELIABILITY_OUT, "isolation.json"), JSON.stringify({ endpoints: rows.length, calls, random_ids_per_endpoint: RANDOM_IDS, failures: failures.length }, null, 2));
+      writeFileSync(
+        join(process.env.SEXTANT_RELIABILITY_OUT, "isolation.json"),
+        JSON.stringify({ endpoints: rows.length, calls, random_ids_per_endpoint: RANDOM_IDS, failures: failures.length }, null, 2),
+      );
     }
   }, 120_000);
 

@@ -19,7 +19,9 @@ beforeAll(async () => {
   s = await startTestServer({ trustProxy: true }, { clock });
   owner = await ownerHeaders(s, "guard-owner@example.com");
   ({ orgId } = await newApp(s, owner));
-  token = ((await (await s.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "ci" }, headers: owner })).json()) as { token: string }).token;
+  token = (
+    (await (await s.api(`/orgs/${orgId}/tokens`, { method: "POST", json: { name: "ci" }, headers: owner })).json()) as { token: string }
+  ).token;
 });
 afterAll(() => s.stop());
 
@@ -28,7 +30,11 @@ const from = (ip: string) => ({ "x-forwarded-for": ip });
 describe("brute force", () => {
   const guesses: [string, (ip: string, i: number) => Promise<Response>][] = [
     ["API token", (ip, i) => s.api("/apps", { headers: { ...from(ip), authorization: `Bearer sxt_${"g".repeat(40)}${i}` } })],
-    ["sign-in link", (ip, i) => s.api("/auth/verify", { method: "POST", json: { token: `guess-${i}` }, headers: { ...from(ip), "x-requested-with": "t" } })],
+    [
+      "sign-in link",
+      (ip, i) =>
+        s.api("/auth/verify", { method: "POST", json: { token: `guess-${i}` }, headers: { ...from(ip), "x-requested-with": "t" } }),
+    ],
     ["invitation", (ip, i) => s.api(`/invitations?token=guess-${i}`, { headers: from(ip) })],
     ["export link", (ip, i) => s.req(`/exports/guess-${i}`, { headers: from(ip) })],
   ];
@@ -64,11 +70,19 @@ describe("logs", () => {
     // Traffic carrying every kind of secret and address.
     const { key } = await newApp(s, owner, "app", undefined, orgId);
     const web = await newApp(s, owner, "web", ["https://example.com"], orgId);
-    const secret = ((await (await s.api(`/apps/${web.appId}/forwarding-secret`, { method: "POST", headers: owner })).json()) as { secret: string }).secret;
+    const secret = (
+      (await (await s.api(`/apps/${web.appId}/forwarding-secret`, { method: "POST", headers: owner })).json()) as { secret: string }
+    ).secret;
     const ip = "192.0.2.77";
     const ua = "Mozilla/5.0 (X11; Linux x86_64) SecretBrowser/123.4";
-    await sendBatch(s.url, key, batch([{ name: "open", ts: new Date(clock.ms).toISOString(), session_id: "s1" }]), { headers: { ...from(ip), "user-agent": ua } });
-    await sendWeb(s.url, { k: web.key, n: "pageview", u: "https://example.com/a" }, { origin: "https://example.com", ...from(ip), "user-agent": ua, "x-sextant-forwarding-secret": secret });
+    await sendBatch(s.url, key, batch([{ name: "open", ts: new Date(clock.ms).toISOString(), session_id: "s1" }]), {
+      headers: { ...from(ip), "user-agent": ua },
+    });
+    await sendWeb(
+      s.url,
+      { k: web.key, n: "pageview", u: "https://example.com/a" },
+      { origin: "https://example.com", ...from(ip), "user-agent": ua, "x-sextant-forwarding-secret": secret },
+    );
     await s.api(`/orgs/${orgId}/members`, { headers: { ...from(ip), authorization: `Bearer ${token}` } });
     await s.api("/auth/magic-link", { method: "POST", json: { email: "someone@example.com" }, headers: from(ip) });
     const cookie = owner.cookie!.split("=")[1]!;

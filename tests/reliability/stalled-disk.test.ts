@@ -12,20 +12,34 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { errorCode, startTestServer, type TestServer } from "../helpers/server.ts";
 import { batch, ev, newApp, ownerHeaders, sendBatch, sendWeb } from "../helpers/ingest.ts";
+import { warnSkipped } from "../helpers/skip.ts";
 
 const root = mkdtempSync(join(tmpdir(), "sextant-stall-"));
 const image = join(root, "disk.ext4");
 const mountPoint = join(root, "mnt");
 const sh = (...cmd: string[]) => Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
-const canMount =
-  process.getuid?.() === 0 &&
-  sh("truncate", "-s", "64M", image).exitCode === 0 &&
-  sh("mkfs.ext4", "-q", image).exitCode === 0 &&
-  sh("mkdir", "-p", mountPoint).exitCode === 0 &&
-  sh("mount", "-o", "loop", image, mountPoint).exitCode === 0 &&
-  sh("fsfreeze", "-f", mountPoint).exitCode === 0 &&
-  sh("fsfreeze", "-u", mountPoint).exitCode === 0;
-if (!canMount) console.log("stalled disk test skipped: it needs root, a loop device and fsfreeze");
+const isRoot = process.getuid?.() === 0;
+/** The first step of the set-up that failed (its command and error), or null when all worked. */
+const setupFailure = ((): string | null => {
+  if (!isRoot) return null;
+  for (const cmd of [
+    ["truncate", "-s", "64M", image],
+    ["mkfs.ext4", "-q", image],
+    ["mkdir", "-p", mountPoint],
+    ["mount", "-o", "loop", image, mountPoint],
+    ["fsfreeze", "-f", mountPoint],
+    ["fsfreeze", "-u", mountPoint],
+  ]) {
+    const r = sh(...cmd);
+    if (r.exitCode !== 0) return `${cmd[0]} failed: ${r.stderr.toString().trim() || `exit ${r.exitCode}`}`;
+  }
+  return null;
+})();
+const canMount = isRoot && setupFailure === null;
+if (!isRoot)
+  warnSkipped("tests/reliability/stalled-disk.test.ts", "needs root (a loop device, mount(8), fsfreeze(8)); a stalled disk was NOT tested");
+else if (!canMount)
+  warnSkipped("tests/reliability/stalled-disk.test.ts", `running as root, but ${setupFailure}; a stalled disk was NOT tested`);
 
 let frozen = false;
 let watchdog: ReturnType<typeof Bun.spawn> | undefined;
@@ -114,7 +128,12 @@ describe.skipIf(!canMount)("a stalled disk", () => {
       const owner = await ownerHeaders(s, "stall-web@example.com");
       const site = await newApp(s, owner, "web", ["https://stall.example"]);
       const store = s.server.services.store;
-      const page = (path: string) => sendWeb(s!.url, { k: site.key, n: "pageview", u: `https://stall.example${path}` }, { origin: "https://stall.example", "user-agent": BROWSER });
+      const page = (path: string) =>
+        sendWeb(
+          s!.url,
+          { k: site.key, n: "pageview", u: `https://stall.example${path}` },
+          { origin: "https://stall.example", "user-agent": BROWSER },
+        );
       expect((await page("/")).status).toBe(202);
       expect(store.count(site.appId)).toBe(1);
 

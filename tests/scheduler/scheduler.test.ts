@@ -24,9 +24,19 @@ describe("scheduler (driven clock)", () => {
   test("a failing job is logged and does not stop the others", async () => {
     const lines: string[] = [];
     const clock = new TestClock(Date.UTC(2026, 0, 1));
-    const sch = new Scheduler(createLogger("json", (l) => lines.push(l)), clock.now, false);
+    const sch = new Scheduler(
+      createLogger("json", (l) => lines.push(l)),
+      clock.now,
+      false,
+    );
     let ok = 0;
-    sch.add({ name: "bad", pattern: "0 * * * * *", run: () => { throw new Error("boom"); } });
+    sch.add({
+      name: "bad",
+      pattern: "0 * * * * *",
+      run: () => {
+        throw new Error("boom");
+      },
+    });
     sch.add({ name: "good", pattern: "0 * * * * *", run: () => void ok++ });
     clock.advance(3 * 60_000);
     await sch.advanceTo(clock.ms);
@@ -68,7 +78,9 @@ describe("purge jobs", () => {
 
   test("a deleted app stays restorable for 7 days, then is purged", async () => {
     const { id: org } = (await (await s.api("/orgs", { method: "POST", json: { name: "Keep" }, headers: owner })).json()) as { id: number };
-    const { app } = (await (await s.api("/apps", { method: "POST", json: { org_id: org, kind: "app", name: "B" }, headers: owner })).json()) as {
+    const { app } = (await (
+      await s.api("/apps", { method: "POST", json: { org_id: org, kind: "app", name: "B" }, headers: owner })
+    ).json()) as {
       app: { id: number };
     };
     await s.api(`/apps/${app.id}`, { method: "DELETE", headers: owner });

@@ -20,9 +20,14 @@ describe("storage jobs on a driven clock", () => {
       const app = await newApp(s, o);
       const send = async (n: number, tag: string) => {
         for (let b = 0; b < n; b++) {
-          const r = await sendBatch(s.url, app.key, batch([0, 1, 2].map((i) => ({ name: "e", ts: new Date(clock.ms - 60_000 + i).toISOString(), session_id: `${tag}${b}` }))), {
-            headers: { "x-forwarded-for": `10.2.${b}.1` },
-          });
+          const r = await sendBatch(
+            s.url,
+            app.key,
+            batch([0, 1, 2].map((i) => ({ name: "e", ts: new Date(clock.ms - 60_000 + i).toISOString(), session_id: `${tag}${b}` }))),
+            {
+              headers: { "x-forwarded-for": `10.2.${b}.1` },
+            },
+          );
           expect(r.status).toBe(200);
         }
       };
@@ -70,9 +75,14 @@ describe("storage jobs on a driven clock", () => {
       const app = await newApp(s, o);
       const ingest = s.server.services.ingest;
       const send = async (b: number) => {
-        const r = await sendBatch(s.url, app.key, batch([{ name: "e", ts: new Date(clock.ms - 1000).toISOString(), session_id: `s${b}` }]), {
-          headers: { "x-forwarded-for": `10.3.${b}.1` },
-        });
+        const r = await sendBatch(
+          s.url,
+          app.key,
+          batch([{ name: "e", ts: new Date(clock.ms - 1000).toISOString(), session_id: `s${b}` }]),
+          {
+            headers: { "x-forwarded-for": `10.3.${b}.1` },
+          },
+        );
         expect(r.status).toBe(200);
       };
       for (let b = 0; b < 3; b++) await send(b);

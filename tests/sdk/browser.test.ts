@@ -86,9 +86,13 @@ describe("sdk in chromium", () => {
     expect(errors).toEqual([]);
     await context.close();
     await expectExactlyOnce(s.api, owner, app.appId, "page_event", 140);
-    const os = (await (await s.api(`/apps/${app.appId}/breakdown?dimension=os_name`, { headers: owner })).json()) as { rows: { value: string }[] };
+    const os = (await (await s.api(`/apps/${app.appId}/breakdown?dimension=os_name`, { headers: owner })).json()) as {
+      rows: { value: string }[];
+    };
     expect(os.rows.map((r) => r.value)).toEqual(["Linux"]);
-    const locale = (await (await s.api(`/apps/${app.appId}/breakdown?dimension=locale`, { headers: owner })).json()) as { rows: { value: string }[] };
+    const locale = (await (await s.api(`/apps/${app.appId}/breakdown?dimension=locale`, { headers: owner })).json()) as {
+      rows: { value: string }[];
+    };
     expect(locale.rows.map((r) => r.value)).toEqual(["de-DE"]);
   });
 

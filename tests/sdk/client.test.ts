@@ -87,16 +87,28 @@ describe("sdk client", () => {
       expect(Object.keys(kept).slice(0, 5)).toEqual(["screen", "count", "on", "long", "p0"]);
       expect(Object.keys(kept)).toHaveLength(25);
       expect(kept.long).toBe("x".repeat(256));
-      for (const gone of ["email", "contact", "note", "request", "customerName", "inf", "missing", "list", "nested"]) expect(kept).not.toHaveProperty(gone);
+      for (const gone of ["email", "contact", "note", "request", "customerName", "inf", "missing", "list", "nested"])
+        expect(kept).not.toHaveProperty(gone);
       expect(sx.stats().propsDropped).toBe(9 + 9);
       expect(sent).not.toContain("example.com");
       expect(sent).not.toContain("7946");
       // What the server kept is what was sent: the same 25 properties.
       const detail = await json(`/apps/${app.appId}/events/props`);
-      const keys = [...detail.string_properties.map((p: { key: string }) => p.key), ...detail.number_properties.map((p: { key: string }) => p.key)].sort();
+      const keys = [
+        ...detail.string_properties.map((p: { key: string }) => p.key),
+        ...detail.number_properties.map((p: { key: string }) => p.key),
+      ].sort();
       expect(keys).toEqual(Object.keys(kept).sort());
       // The batch's system: what the platform tells, no identifier of the device.
-      expect(Object.keys(body.system).sort()).toEqual(["app_build", "app_version", "device_model", "is_debug", "locale", "os_name", "os_version"]);
+      expect(Object.keys(body.system).sort()).toEqual([
+        "app_build",
+        "app_version",
+        "device_model",
+        "is_debug",
+        "locale",
+        "os_name",
+        "os_version",
+      ]);
       expect(body.sdk).toBe("sextant-js/0.1.0");
       expect(body.events[0].ts).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     } finally {

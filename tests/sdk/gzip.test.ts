@@ -13,7 +13,9 @@ describe("sdk gzip and utf-8", () => {
   test("the platform's gzip round-trips through zlib", async () => {
     const gz = await platformGzip();
     expect(gz).not.toBeNull();
-    const body = utf8(JSON.stringify({ events: Array.from({ length: 100 }, (_, i) => ({ name: "tap", props: { i, s: "😀".repeat(i % 7) } })) }));
+    const body = utf8(
+      JSON.stringify({ events: Array.from({ length: 100 }, (_, i) => ({ name: "tap", props: { i, s: "😀".repeat(i % 7) } })) }),
+    );
     const packed = await gz!(body);
     expect(packed.length).toBeLessThan(body.length / 3);
     expect(Buffer.from(gunzipSync(packed)).equals(Buffer.from(body))).toBe(true);

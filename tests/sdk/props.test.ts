@@ -14,14 +14,57 @@ const KEYS = [
   ...[...PERSONAL_KEYS].map((k) => `${k}_count`),
   ...[...PERSONAL_LAST_WORDS].flatMap((w) => [`client_${w}`, `client${w[0]!.toUpperCase()}${w.slice(1)}`, `${w}s_shown`]),
   ...[...PERSON_WORDS].flatMap((w) => [`${w}_name`, `${w}Name`, `${w}.name`]),
-  "screen", "plan", "tooltip", "zip_code_valid", "product_name", "filename", "is_mobile", "VIPs", "clientIPv4", "IPAddress", "E-Mail",
-  "", "x".repeat(64), "x".repeat(65), "😀".repeat(64), "😀".repeat(65), "tab\tkey", "del\u007f",
+  "screen",
+  "plan",
+  "tooltip",
+  "zip_code_valid",
+  "product_name",
+  "filename",
+  "is_mobile",
+  "VIPs",
+  "clientIPv4",
+  "IPAddress",
+  "E-Mail",
+  "",
+  "x".repeat(64),
+  "x".repeat(65),
+  "😀".repeat(64),
+  "😀".repeat(65),
+  "tab\tkey",
+  "del\u007f",
 ];
 
 const VALUES: unknown[] = [
-  "Settings", "dark", "1234567", "0612345678", "+44 20 7946 0958", "call +44 20 7946 0958 after six", "1.4.2+20240612", "2024-06-12", "10.0.19045",
-  "01.23.45.67.89", "alice@example.com", "mail me: bob@example.org", "@home", "123e4567-e89b-12d3-a456-426614174000", "x".repeat(300),
-  "😀".repeat(300), `${"a".repeat(255)}😀`, `${"a".repeat(250)}+44 20 7946 0958`, "", 0, -1.5, 1e300, NaN, Infinity, true, false, null, [1], { a: 1 }, undefined,
+  "Settings",
+  "dark",
+  "1234567",
+  "0612345678",
+  "+44 20 7946 0958",
+  "call +44 20 7946 0958 after six",
+  "1.4.2+20240612",
+  "2024-06-12",
+  "10.0.19045",
+  "01.23.45.67.89",
+  "alice@example.com",
+  "mail me: bob@example.org",
+  "@home",
+  "123e4567-e89b-12d3-a456-426614174000",
+  "x".repeat(300),
+  "😀".repeat(300),
+  `${"a".repeat(255)}😀`,
+  `${"a".repeat(250)}+44 20 7946 0958`,
+  "",
+  0,
+  -1.5,
+  1e300,
+  NaN,
+  Infinity,
+  true,
+  false,
+  null,
+  [1],
+  { a: 1 },
+  undefined,
 ];
 
 /** The SDK's kept properties in the server's stored form. */
@@ -69,7 +112,20 @@ describe("sdk property rules = server property rules", () => {
   });
 
   test("event names: the SDK sends exactly the names the server keeps", () => {
-    for (const n of ["app_open", "a", "x".repeat(64), "x".repeat(65), "😀".repeat(64), "😀".repeat(65), "", "$reserved", "tab\there", "c1\u0085", "é", "名前"]) {
+    for (const n of [
+      "app_open",
+      "a",
+      "x".repeat(64),
+      "x".repeat(65),
+      "😀".repeat(64),
+      "😀".repeat(65),
+      "",
+      "$reserved",
+      "tab\there",
+      "c1\u0085",
+      "é",
+      "名前",
+    ]) {
       expect([n, isValidName(n)]).toEqual([n, isValidEventName(n) && !n.startsWith("$")]);
     }
   });

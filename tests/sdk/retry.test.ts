@@ -27,7 +27,9 @@ describe("sdk retries", () => {
     // The first SDK goes through a recording proxy (which forwards everything; its requests
     // come from the same loopback address), to see how long it waits after each 429.
     const proxy = startProxy(() => s.url);
-    const sdks = apps.map((a, i) => new Sextant({ key: a.key, host: i === 0 ? proxy.url : s.url, storage: memoryStorage(), flushIntervalMs: 60_000 }));
+    const sdks = apps.map(
+      (a, i) => new Sextant({ key: a.key, host: i === 0 ? proxy.url : s.url, storage: memoryStorage(), flushIntervalMs: 60_000 }),
+    );
     const t0 = performance.now();
     await Promise.all(
       sdks.map(async (sx) => {
@@ -76,7 +78,9 @@ describe("sdk retries", () => {
       // Attempt k waits at least half of 40·2^(k-1) ms, capped at 400 (lower bounds only: a
       // busy machine can only make a wait longer; the cap is checked without a clock below).
       const bounds = [40, 80, 160, 320, 400, 400];
-      gaps.slice(0, 6).forEach((g, i) => expect(g).toBeGreaterThanOrEqual(bounds[i]! / 2 - 2));
+      gaps.slice(0, 6).forEach((g, i) => {
+        expect(g).toBeGreaterThanOrEqual(bounds[i]! / 2 - 2);
+      });
       // The delays themselves, with the jitter at its top: doubling, then held at the cap.
       const probe = new Sextant({ key: "ak_probe", host: s.url, storage: memoryStorage(), backoff: { baseMs: 40, maxMs: 400 } });
       const random = Math.random;

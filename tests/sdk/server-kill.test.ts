@@ -39,7 +39,13 @@ describe("sdk with the server killed", () => {
   test("SIGKILL and restart on the same port while the SDK keeps tracking: every event once", async () => {
     const { app, first, restart, check } = await setup();
     let server: Proc = first;
-    const sx = new Sextant({ key: app.key, host: server.url, storage: memoryStorage(), flushIntervalMs: 100, backoff: { baseMs: 50, maxMs: 300 } });
+    const sx = new Sextant({
+      key: app.key,
+      host: server.url,
+      storage: memoryStorage(),
+      flushIntervalMs: 100,
+      backoff: { baseMs: 50, maxMs: 300 },
+    });
     let i = 0;
     const trackFor = async (ms: number) => {
       const end = performance.now() + ms;
@@ -103,7 +109,13 @@ describe("sdk with the server killed", () => {
       },
     );
     try {
-      const sx = new Sextant({ key: app.key, host: proxy.url, storage: memoryStorage(), flushIntervalMs: 60_000, backoff: { baseMs: 50, maxMs: 300 } });
+      const sx = new Sextant({
+        key: app.key,
+        host: proxy.url,
+        storage: memoryStorage(),
+        flushIntervalMs: 60_000,
+        backoff: { baseMs: 50, maxMs: 300 },
+      });
       const N = 30;
       for (let b = 0; b < 8; b++) {
         for (let k = 0; k < N; k++) sx.track("mid_flight", seqProps(b * N + k));

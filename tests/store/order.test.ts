@@ -4,7 +4,7 @@ import { emptyDims, type StoredEvent } from "../../src/model/event.ts";
 import { sessionTimeOrder } from "../../src/store/order.ts";
 
 function rng(seed: number) {
-  return () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  return () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
 }
 
 /**
@@ -12,7 +12,13 @@ function rng(seed: number) {
  * "in-order" (time goes on), "replayed" (every batch repeats the same times, as the bench's
  * devices do), "late" (some batches from earlier), "random" (no order at all).
  */
-function events(seed: number, shape: "in-order" | "replayed" | "late" | "random", sessions: number, batches: number, size: number): StoredEvent[] {
+function events(
+  seed: number,
+  shape: "in-order" | "replayed" | "late" | "random",
+  sessions: number,
+  batches: number,
+  size: number,
+): StoredEvent[] {
   const r = rng(seed);
   const t0 = Date.UTC(2026, 10, 2, 9);
   const out: StoredEvent[] = [];
@@ -45,7 +51,14 @@ describe("row order of a partition", () => {
   test("by session, then time, ties in input order, for every shape of arrival", () => {
     for (const shape of ["in-order", "replayed", "late", "random"] as const) {
       // One session of 16 or 17 batches: as many runs as are merged, and one more.
-      for (const [sessions, batches, size] of [[3, 40, 7], [50, 400, 10], [1, 60, 5], [200, 300, 1], [1, 16, 5], [1, 17, 5]] as const) {
+      for (const [sessions, batches, size] of [
+        [3, 40, 7],
+        [50, 400, 10],
+        [1, 60, 5],
+        [200, 300, 1],
+        [1, 16, 5],
+        [1, 17, 5],
+      ] as const) {
         const a = events(sessions * 7 + batches, shape, sessions, batches, size);
         const b = events(batches * 3 + size, shape, sessions, batches >> 1, size);
         const ha = head(a);

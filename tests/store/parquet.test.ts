@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { HeadChunk, eventsOf } from "../../src/store/chunk.ts";
 import { readPartition, writePartition, MAX_PROP_COLUMNS } from "../../src/store/parquet.ts";
-import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
+import { ByteWriter } from "hyparquet-writer";
 import { deltaBinaryPack } from "hyparquet-writer/src/delta.js";
 import { deltaPackTimestamps, writeColumns } from "../../src/store/parquet-columns.ts";
 import { canonical, randomEvents } from "../helpers/events.ts";
@@ -20,7 +20,7 @@ const all = (n: number) => Uint32Array.from({ length: n }, (_, i) => i);
 describe("partitions in Parquet", () => {
   test("timestamps delta-packed in plain numbers give hyparquet-writer's bytes", () => {
     let seed = 11;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
     const now = Date.UTC(2026, 10, 22);
     const cases: number[][] = [
       [],
@@ -40,7 +40,11 @@ describe("partitions in Parquet", () => {
       deltaPackTimestamps(ours, Float64Array.from(vals));
       const theirs = new ByteWriter();
       theirs.appendUint32(0x31524150);
-      deltaBinaryPack(theirs, BigInt64Array.from(vals, (v) => BigInt(v)), "INT64");
+      deltaBinaryPack(
+        theirs,
+        BigInt64Array.from(vals, (v) => BigInt(v)),
+        "INT64",
+      );
       expect(ours.offset).toBe(theirs.offset);
       expect(Buffer.from(ours.getBytes()).equals(Buffer.from(theirs.getBytes()))).toBe(true);
     }
@@ -54,7 +58,12 @@ describe("partitions in Parquet", () => {
     for (const rows of [1, 3, 7, 8, 9, 1000]) {
       // One value on every row (code 2): the single-run path.
       const constant = writeColumns(rows, [{ kind: "codes", name: "os", codes: new Uint32Array(rows).fill(2), values }], [], none);
-      const run = writeColumns(rows, [{ kind: "codes", name: "os", codes: new Uint32Array(0), values, local: { idx: null, used: [2] } }], [], none);
+      const run = writeColumns(
+        rows,
+        [{ kind: "codes", name: "os", codes: new Uint32Array(0), values, local: { idx: null, used: [2] } }],
+        [],
+        none,
+      );
       expect(Buffer.from(run).equals(Buffer.from(constant))).toBe(true);
       // Several values: file codes in order of first appearance.
       const codes = Uint32Array.from({ length: rows }, (_, i) => [3, 1, 3, 2][i % 4]!);
@@ -84,7 +93,9 @@ describe("partitions in Parquet", () => {
     const events = randomEvents(7, 3000, { seed: 5 }).map((e, i) => ({ ...e, session: 42, visitor: 1 + (i % 97) }));
     // And pairs whose session minus visitor is the same, with the same dimensions.
     const dims = events[0]!.dims;
-    events.push(...randomEvents(7, 500, { seed: 6 }).map((e, i) => ({ ...e, dims, debug: false, session: 1000 + (i % 5), visitor: 1 + (i % 5) })));
+    events.push(
+      ...randomEvents(7, 500, { seed: 6 }).map((e, i) => ({ ...e, dims, debug: false, session: 1000 + (i % 5), visitor: 1 + (i % 5) })),
+    );
     const h = head(events);
     expect(canonical(eventsOf(h))).toEqual(canonical(events));
     const back = readPartition(writePartition([{ chunk: h, rows: all(h.n) }], { app: 7, tag: 1 }).bytes).chunk;
@@ -97,7 +108,13 @@ describe("partitions in Parquet", () => {
     const ha = head(a);
     const hb = head(b);
     const evenRows = Uint32Array.from({ length: 400 }, (_, i) => i * 2);
-    const { bytes } = writePartition([{ chunk: ha, rows: evenRows }, { chunk: hb, rows: all(hb.n) }], { app: 1, tag: 1 });
+    const { bytes } = writePartition(
+      [
+        { chunk: ha, rows: evenRows },
+        { chunk: hb, rows: all(hb.n) },
+      ],
+      { app: 1, tag: 1 },
+    );
     const want = [...a.filter((_, i) => i % 2 === 0), ...b];
     expect(canonical(eventsOf(readPartition(bytes).chunk))).toEqual(canonical(want));
   });
@@ -110,13 +127,24 @@ describe("partitions in Parquet", () => {
   });
 
   test("the chunk a write hands back is the chunk its file decodes to", () => {
-    const wide = randomEvents(7, MAX_PROP_COLUMNS + 50, { seed: 4, web: true }).map((e, i) => ({ ...e, sp: { [`k${i}`]: `v${i}` }, np: { [`n${i}`]: i } }));
+    const wide = randomEvents(7, MAX_PROP_COLUMNS + 50, { seed: 4, web: true }).map((e, i) => ({
+      ...e,
+      sp: { [`k${i}`]: `v${i}` },
+      np: { [`n${i}`]: i },
+    }));
     for (const events of [randomEvents(7, 5000, { seed: 3, web: true }), randomEvents(7, 5000, { seed: 8 }), wide]) {
       const h = head(events);
       const { bytes, chunk } = writePartition([{ chunk: h, rows: all(h.n) }], { app: 7, tag: 1 }, { decoded: true });
       const back = readPartition(bytes).chunk;
       expect(canonical(eventsOf(chunk!))).toEqual(canonical(eventsOf(back)));
-      expect({ n: chunk!.n, nctx: chunk!.nctx, ctxStart: [...chunk!.ctxStart!], minTs: chunk!.minTs, maxTs: chunk!.maxTs, sorted: chunk!.sortedBySession }).toEqual({
+      expect({
+        n: chunk!.n,
+        nctx: chunk!.nctx,
+        ctxStart: [...chunk!.ctxStart!],
+        minTs: chunk!.minTs,
+        maxTs: chunk!.maxTs,
+        sorted: chunk!.sortedBySession,
+      }).toEqual({
         n: back.n,
         nctx: back.nctx,
         ctxStart: [...back.ctxStart!],
@@ -128,7 +156,11 @@ describe("partitions in Parquet", () => {
   });
 
   test("property keys past the column limit are kept (props_json)", () => {
-    const events = randomEvents(2, MAX_PROP_COLUMNS + 50, { seed: 9 }).map((e, i) => ({ ...e, sp: { [`k${i}`]: `v${i}` }, np: { [`n${i}`]: i } }));
+    const events = randomEvents(2, MAX_PROP_COLUMNS + 50, { seed: 9 }).map((e, i) => ({
+      ...e,
+      sp: { [`k${i}`]: `v${i}` },
+      np: { [`n${i}`]: i },
+    }));
     const h = head(events);
     const back = readPartition(writePartition([{ chunk: h, rows: all(h.n) }], { app: 2, tag: 1 }).bytes);
     expect(canonical(eventsOf(back.chunk))).toEqual(canonical(events));
@@ -150,7 +182,10 @@ describe("partitions in Parquet", () => {
     expect(row.n).toBe(2000);
     expect(row.s).toBe(new Set(events.map((e) => e.session)).size);
     expect(row.t0).toBe(Math.min(...events.map((e) => e.ts)));
-    expect(row.v).toBeCloseTo(events.reduce((a, e) => a + (e.np.value ?? 0), 0), 6);
+    expect(row.v).toBeCloseTo(
+      events.reduce((a, e) => a + (e.np.value ?? 0), 0),
+      6,
+    );
     expect(row.plans).toBe(events.filter((e) => e.sp.plan !== undefined).length);
     expect(row.ete).toBe(events.filter((e) => e.dims.pathname === "/été").length);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ByteWriter } from "hyparquet-writer/src/bytewriter.js";
+import { ByteWriter } from "hyparquet-writer";
 import { writeRleBitPackedHybrid } from "hyparquet-writer/src/encoding.js";
 import { writeRleHybrid } from "../../src/store/rle.ts";
 

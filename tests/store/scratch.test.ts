@@ -68,10 +68,14 @@ describe("the partition writer's scratch pool", () => {
       // The same bytes as flushes without a pool, the second one's through a used pool too
       // (where an array not zeroed would show its last contents).
       const plain = tempDir("sextant-scratch-");
-      for (const [pooledFiles, events, tag] of [[w1, first!, 1], [w2, second!, 2]] as const) {
+      for (const [pooledFiles, events, tag] of [
+        [w1, first!, 1],
+        [w2, second!, 2],
+      ] as const) {
         const p = writeHeadFiles(plain, [head(events)], tag, FRESH);
         expect(p.map((w) => w.file.slice(plain.length))).toEqual(pooledFiles.map((w) => w.file.slice(pooled.length)));
-        for (let i = 0; i < p.length; i++) expect(Buffer.from(readFileSync(p[i]!.file)).equals(readFileSync(pooledFiles[i]!.file))).toBe(true);
+        for (let i = 0; i < p.length; i++)
+          expect(Buffer.from(readFileSync(p[i]!.file)).equals(readFileSync(pooledFiles[i]!.file))).toBe(true);
       }
     }
   }, 60_000);

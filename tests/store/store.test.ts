@@ -1,10 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { EventStore, queryChunks } from "../../src/store/store.ts";
 import { derive, eventsOf, HeadChunk } from "../../src/store/chunk.ts";
 import { createLogger } from "../../src/infra/log.ts";
-import { DAY_MS, dayNumber, medianOf } from "../../src/store/rollups.ts";
+import { dayNumber, medianOf } from "../../src/store/rollups.ts";
+import { DAY_MS } from "../../src/util/time.ts";
 import type { StoredEvent } from "../../src/model/event.ts";
 import { canonical, randomEvents } from "../helpers/events.ts";
 import { refDaily, refMedian } from "../helpers/reference.ts";
@@ -17,7 +18,8 @@ const tmp = () => tempDir("sextant-store-");
 const files = (dir: string) => {
   const out: string[] = [];
   const walk = (d: string) => {
-    for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : out.push(relative(dir, join(d, f.name)));
+    for (const f of readdirSync(d, { withFileTypes: true }))
+      f.isDirectory() ? walk(join(d, f.name)) : out.push(relative(dir, join(d, f.name)));
   };
   walk(dir);
   return out.sort();
@@ -243,34 +245,37 @@ describe("event store", () => {
   });
 
   // Linux only: per-thread nice values, read from /proc.
-  test.skipIf(process.platform !== "linux")("queries' decodes run in a thread of their own at the process's priority; the writer's runs lower", async () => {
-    const threads = () => new Map(threadsOf().map(({ tid, comm, nice }) => [String(tid), { comm, nice }]));
-    // Threads of earlier tests in this process (one may still be ending) are not this store's.
-    const earlier = threads();
-    // A query may hold more than the cache here: it reads every partition.
-    const s = new EventStore({ dir: tmp(), log, cacheBytes: 200_000, flushEvents: 1e9, writerNice: 4, queryBytes: 64 << 20 });
-    try {
-      const evs = randomEvents(8, 20_000, { seed: 8, start: Date.UTC(2026, 10, 1), spanMs: 5 * DAY_MS });
-      s.append(evs);
-      await flush(s, 1);
-      const before = threads();
-      const own = before.get(String(process.pid))!.nice;
-      // The writer lowered itself by the steps asked (its first message, answered before the flush).
-      expect([...before].filter(([tid, t]) => !earlier.has(tid) && t.comm === "Worker" && t.nice === own + 4)).toHaveLength(1);
-      // The cache holds a few of the partitions: the rest are decoded for the query.
-      const parts = s.plan(8, -Infinity, Infinity).partitions;
-      const reader = queryChunks();
-      expect(await s.decodeOffThread(parts, reader, performance.now() + 20_000)).toBe("done");
-      expect(reader.inline.size).toBe(0);
-      expect(canonical(parts.flatMap((p) => [...eventsOf(reader.pinned.get(p.file)!)]))).toEqual(canonical(evs));
-      // One worker thread more, at the process's own priority: the reader. (The engine may
-      // start threads of its own meanwhile, a collector's say: only workers are counted.)
-      const added = [...threads()].filter(([tid, t]) => !before.has(tid) && t.comm === "Worker").map(([, t]) => t);
-      expect(added).toEqual([{ comm: "Worker", nice: own }]);
-    } finally {
-      await s.close();
-    }
-  });
+  test.skipIf(process.platform !== "linux")(
+    "queries' decodes run in a thread of their own at the process's priority; the writer's runs lower",
+    async () => {
+      const threads = () => new Map(threadsOf().map(({ tid, comm, nice }) => [String(tid), { comm, nice }]));
+      // Threads of earlier tests in this process (one may still be ending) are not this store's.
+      const earlier = threads();
+      // A query may hold more than the cache here: it reads every partition.
+      const s = new EventStore({ dir: tmp(), log, cacheBytes: 200_000, flushEvents: 1e9, writerNice: 4, queryBytes: 64 << 20 });
+      try {
+        const evs = randomEvents(8, 20_000, { seed: 8, start: Date.UTC(2026, 10, 1), spanMs: 5 * DAY_MS });
+        s.append(evs);
+        await flush(s, 1);
+        const before = threads();
+        const own = before.get(String(process.pid))!.nice;
+        // The writer lowered itself by the steps asked (its first message, answered before the flush).
+        expect([...before].filter(([tid, t]) => !earlier.has(tid) && t.comm === "Worker" && t.nice === own + 4)).toHaveLength(1);
+        // The cache holds a few of the partitions: the rest are decoded for the query.
+        const parts = s.plan(8, -Infinity, Infinity).partitions;
+        const reader = queryChunks();
+        expect(await s.decodeOffThread(parts, reader, performance.now() + 20_000)).toBe("done");
+        expect(reader.inline.size).toBe(0);
+        expect(canonical(parts.flatMap((p) => [...eventsOf(reader.pinned.get(p.file)!)]))).toEqual(canonical(evs));
+        // One worker thread more, at the process's own priority: the reader. (The engine may
+        // start threads of its own meanwhile, a collector's say: only workers are counted.)
+        const added = [...threads()].filter(([tid, t]) => !before.has(tid) && t.comm === "Worker").map(([, t]) => t);
+        expect(added).toEqual([{ comm: "Worker", nice: own }]);
+      } finally {
+        await s.close();
+      }
+    },
+  );
 
   test("what queries derive from a cached partition counts in the cache's bytes", async () => {
     const dir = tmp();
@@ -279,8 +284,22 @@ describe("event store", () => {
     await flush(s, 1);
     const before = s.cacheStats().bytes;
     const [c] = s.chunks(4, -Infinity, Infinity);
-    expect(derive(c!, "test", () => new Uint8Array(5000), (v) => v.byteLength).byteLength).toBe(5000);
-    expect(derive(c!, "test", () => new Uint8Array(1), (v) => v.byteLength).byteLength).toBe(5000); // kept
+    expect(
+      derive(
+        c!,
+        "test",
+        () => new Uint8Array(5000),
+        (v) => v.byteLength,
+      ).byteLength,
+    ).toBe(5000);
+    expect(
+      derive(
+        c!,
+        "test",
+        () => new Uint8Array(1),
+        (v) => v.byteLength,
+      ).byteLength,
+    ).toBe(5000); // kept
     s.chunks(4, -Infinity, Infinity); // counted at the next use
     expect(s.cacheStats().bytes).toBe(before + 5000);
   });
@@ -307,7 +326,16 @@ describe("rollups (daily_totals) against the reference", () => {
       const ref = refDaily(events, debug);
       for (const [day, r] of ref) {
         const t = s.rollups.totals(app, dayNumber(day), debug);
-        expect({ day, debug, events: t.events, pageviews: t.pageviews, users: t.users, sessions: t.sessions, bounces: t.bounces, median: medianOf(t.durations) }).toEqual({
+        expect({
+          day,
+          debug,
+          events: t.events,
+          pageviews: t.pageviews,
+          users: t.users,
+          sessions: t.sessions,
+          bounces: t.bounces,
+          median: medianOf(t.durations),
+        }).toEqual({
           day,
           debug,
           events: r.events,
@@ -336,7 +364,9 @@ describe("rollups (daily_totals) against the reference", () => {
     const s = mk(tmp());
     // In time order, the sessions' events interleave: each session comes in several runs
     // (the store looks a session up once a run), some split between two appends.
-    const evs = randomEvents(12, 6000, { seed: 12, start: Date.UTC(2026, 10, 1, 22), spanMs: 3600_000, web: true }).sort((a, b) => a.ts - b.ts);
+    const evs = randomEvents(12, 6000, { seed: 12, start: Date.UTC(2026, 10, 1, 22), spanMs: 3600_000, web: true }).sort(
+      (a, b) => a.ts - b.ts,
+    );
     for (let i = 0; i < evs.length; i += 37) s.append(evs.slice(i, i + 37));
     check(s, 12, evs);
     s.rollups.fold(Date.UTC(2026, 10, 10));
@@ -374,7 +404,6 @@ describe("rollups (daily_totals) against the reference", () => {
 
 describe("generated data through several checkpoints", () => {
   test("every event survives checkpoints that add no log records", async () => {
-    const { mkdtempSync } = await import("node:fs");
     const { loadConfig } = await import("../../src/infra/config.ts");
     const { startServer } = await import("../../src/server/server.ts");
     const { ensureUser } = await import("../../src/domain/users.ts");
@@ -386,7 +415,8 @@ describe("generated data through several checkpoints", () => {
     const s = await startServer(loadConfig([], {}, base));
     const u = ensureUser(s.services.db, "g@example.com", Date.now());
     const { id } = createOrg(s.services.db, u.id, "G", Date.now());
-    const app = createApp(s.services.db, { kind: "user", userId: u.id, sessionId: "" }, { org_id: id, kind: "app", name: "A" }, Date.now()).app.id;
+    const app = createApp(s.services.db, { kind: "user", userId: u.id, sessionId: "" }, { org_id: id, kind: "app", name: "A" }, Date.now())
+      .app.id;
     await s.stop();
     // A flush every 3,000 events: many checkpoints over the same hours.
     const r = await runGenerate(loadConfig([], {}, { ...base, flushEvents: 3000 }), { app, events: 20_000, days: 2, seed: 1 });

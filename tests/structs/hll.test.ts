@@ -49,7 +49,16 @@ describe("distinct counter (exact, then HyperLogLog p=14)", () => {
     }
     a.merge(b);
     expect(a.count()).toBe(u.count());
-    for (const c of [a, new DistinctCounter(), (() => { const s = new DistinctCounter(); s.add(5); s.add(9); return s; })()]) {
+    for (const c of [
+      a,
+      new DistinctCounter(),
+      (() => {
+        const s = new DistinctCounter();
+        s.add(5);
+        s.add(9);
+        return s;
+      })(),
+    ]) {
       const back = DistinctCounter.deserialize(c.serialize());
       expect(back.count()).toBe(c.count());
     }
@@ -64,7 +73,16 @@ describe("distinct counter (exact, then HyperLogLog p=14)", () => {
 // restored at start-up would count its visitors again.
 test("hash64 gives wyhash's 64 bits of the id's decimal text, split high then low", () => {
   const out = new Uint32Array(2);
-  for (const v of [0, 1, 12345, 2 ** 32 - 1, 2 ** 32, 2 ** 52 + 12345, 2 ** 53 - 1, ...Array.from({ length: 200 }, () => Math.floor(Math.random() * 2 ** 53))]) {
+  for (const v of [
+    0,
+    1,
+    12345,
+    2 ** 32 - 1,
+    2 ** 32,
+    2 ** 52 + 12345,
+    2 ** 53 - 1,
+    ...Array.from({ length: 200 }, () => Math.floor(Math.random() * 2 ** 53)),
+  ]) {
     const h = BigInt.asUintN(64, BigInt(Bun.hash.wyhash(String(v))));
     hash64(v, out);
     expect([out[0], out[1]]).toEqual([Number(h >> 32n), Number(h & 0xffffffffn)]);

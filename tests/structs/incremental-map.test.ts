@@ -36,6 +36,6 @@ describe("IncrementalMap and IncrementalSet (grown a little at a time)", () => {
     expect(m.size).toBe(ref.size);
     expect(s.size).toBe(ref.size);
     for (const [k, v] of ref) expect(m.get(k)).toBe(v);
-    for (const k of [3, 2 ** 40 + 5, 2 ** 53 - 3]) if (!ref.has(k)) (expect(m.get(k)).toBe(-1), expect(s.has(k)).toBe(false));
+    for (const k of [3, 2 ** 40 + 5, 2 ** 53 - 3]) if (!ref.has(k)) expect(m.get(k)).toBe(-1), expect(s.has(k)).toBe(false);
   });
 });

@@ -14,7 +14,16 @@ describe("lengths in characters", () => {
 
   test("withinChars against the obvious reference", () => {
     const ref = (s: string, max: number) => [...s].length <= max;
-    for (const s of ["", "x".repeat(64), "x".repeat(65), "🚀".repeat(64), "🚀".repeat(65), "a" + "🚀".repeat(63), "a" + "🚀".repeat(64), "\ud83d".repeat(65)]) {
+    for (const s of [
+      "",
+      "x".repeat(64),
+      "x".repeat(65),
+      "🚀".repeat(64),
+      "🚀".repeat(65),
+      "a" + "🚀".repeat(63),
+      "a" + "🚀".repeat(64),
+      "\ud83d".repeat(65),
+    ]) {
       expect([s.length, withinChars(s, 64)]).toEqual([s.length, ref(s, 64)]);
     }
   });
@@ -26,7 +35,7 @@ describe("lengths in characters", () => {
     expect(cutChars("a" + "😀".repeat(5), 3)).toBe("a😀😀");
     // Random strings of ASCII, BMP and astral characters against Array.from.
     let seed = 7;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const pool = ["a", "é", "中", "😀", "🚀", "\ud83d"];
     for (let i = 0; i < 500; i++) {
       const s = Array.from({ length: Math.floor(rnd() * 40) }, () => pool[Math.floor(rnd() * pool.length)]).join("");

@@ -163,7 +163,8 @@ export class Sextant {
 
   constructor(options: SextantOptions) {
     if (!options || typeof options.key !== "string" || !options.key) throw new Error("sextant: `key` (the app's ak_... key) is required");
-    if (typeof options.host !== "string" || !/^https?:\/\//i.test(options.host)) throw new Error("sextant: `host` must be an http(s) address");
+    if (typeof options.host !== "string" || !/^https?:\/\//i.test(options.host))
+      throw new Error("sextant: `host` must be an http(s) address");
     this.o = options;
     this.now = options.now ?? (() => Date.now());
     this.fetchFn = options.fetch ?? (g.fetch ? (url, init) => g.fetch!(url, init) : undefined);
@@ -198,13 +199,23 @@ export class Sextant {
     }
     if (!isValidName(name)) {
       this.counts.ignored++;
-      this.warnOnce(`name:${String(name).slice(0, 64)}`, `event name ${JSON.stringify(name)} is not sent: 1-64 characters, no control characters, not starting with $`);
+      this.warnOnce(
+        `name:${String(name).slice(0, 64)}`,
+        `event name ${JSON.stringify(name)} is not sent: 1-64 characters, no control characters, not starting with $`,
+      );
       return;
     }
     const now = this.now();
     const { props: clean, dropped } = cleanProps(props);
     this.counts.propsDropped += dropped;
-    const ev: QueuedEvent = { name, ts: new Date(now).toISOString(), session_id: this.sessionAt(now), props: clean, s: -1, seq: ++this.seq };
+    const ev: QueuedEvent = {
+      name,
+      ts: new Date(now).toISOString(),
+      session_id: this.sessionAt(now),
+      props: clean,
+      s: -1,
+      seq: ++this.seq,
+    };
     if (!this.system) {
       // Before the platform has answered: given its system once it has.
       this.pendingTracked.push(ev);
@@ -261,7 +272,12 @@ export class Sextant {
 
   /** Counters of what happened so far. */
   stats(): SextantStats {
-    return { ...this.counts, queued: this.queue.length + this.pendingTracked.length, batches: this.batches.length, answers: { ...this.counts.answers } };
+    return {
+      ...this.counts,
+      queued: this.queue.length + this.pendingTracked.length,
+      batches: this.batches.length,
+      answers: { ...this.counts.answers },
+    };
   }
 
   /** The current session id (a UUID v7, in memory only). */
@@ -304,7 +320,10 @@ export class Sextant {
   // ---- storage ----------------------------------------------------------------------------
 
   private async load(): Promise<void> {
-    const [raw, system] = await Promise.all([this.tabMode ? Promise.resolve(null) : this.storage.get(this.storageKey).catch(() => null), this.detect()]);
+    const [raw, system] = await Promise.all([
+      this.tabMode ? Promise.resolve(null) : this.storage.get(this.storageKey).catch(() => null),
+      this.detect(),
+    ]);
     this.merge(raw);
     if (this.tabMode) await this.adoptOrphans(true);
     const s = this.systemIndex(system);
@@ -330,7 +349,7 @@ export class Sextant {
     } catch {
       this.warnOnce("corrupt", "the stored queue could not be read; starting empty");
     }
-    if (!p || p.v !== 1 || !Array.isArray(p.queue) || !Array.isArray(p.batches) || !Array.isArray(p.systems)) return;
+    if (p?.v !== 1 || !Array.isArray(p.queue) || !Array.isArray(p.batches) || !Array.isArray(p.systems)) return;
     const map = p.systems.map((x) => this.systemIndex(x));
     const known = new Set(this.batches.map((b) => b.id));
     // Restored work has seq 0: every flush() waits for it.
@@ -566,7 +585,13 @@ export class Sextant {
       const body = gz ? await gz(bytes) : bytes;
       const headers: Record<string, string> = { "content-type": "application/json", "x-app-key": this.o.key, "x-batch-id": b.id };
       if (gz) headers["content-encoding"] = "gzip";
-      const res = await fetchFn(this.endpoint, { method: "POST", headers, body, redirect: "error", keepalive: this.hiding && body.length < 60_000 ? true : undefined });
+      const res = await fetchFn(this.endpoint, {
+        method: "POST",
+        headers,
+        body,
+        redirect: "error",
+        keepalive: this.hiding && body.length < 60_000 ? true : undefined,
+      });
       status = res.status;
       retryAfter = parseRetryAfter(res.headers.get("retry-after"), this.now());
       const text = await res.text().catch(() => "");
@@ -583,7 +608,8 @@ export class Sextant {
       this.attempt = 0;
       this.counts.accepted += answer?.accepted ?? b.n;
       this.counts.refused += answer?.dropped ?? 0;
-      if (answer?.reason === "over_quota" || answer?.reason === "paused") this.warnOnce(`reason:${answer.reason}`, `the server dropped events: ${answer.reason}`);
+      if (answer?.reason === "over_quota" || answer?.reason === "paused")
+        this.warnOnce(`reason:${answer.reason}`, `the server dropped events: ${answer.reason}`);
       this.finish(b);
     } else if (status === 413) {
       this.attempt = 0;
@@ -595,7 +621,11 @@ export class Sextant {
     } else if (status === "network" || status >= 500 || status === 408 || status === 404 || status === 405) {
       // 404 and 405 come from a wrong host or a proxy mid-deploy, not from Sextant's batch
       // endpoint: kept and retried, as a redirect (refused: it would lose the POST's body) is.
-      if (status === 404 || status === 405) this.warnOnce(`status:${status}`, `the server answered ${status} for the batch endpoint; is the host right? The batch is kept and retried`);
+      if (status === 404 || status === 405)
+        this.warnOnce(
+          `status:${status}`,
+          `the server answered ${status} for the batch endpoint; is the host right? The batch is kept and retried`,
+        );
       this.attempt++;
       await this.wait(Math.max(this.backoffMs(retryAfter), retryAfter ?? 0));
     } else {
@@ -603,7 +633,10 @@ export class Sextant {
       this.attempt = 0;
       this.counts.refused += b.n;
       const code = answer?.error?.code ? ` ${answer.error.code}` : "";
-      this.warnOnce(`status:${status}`, `the server refused a batch (${status}${code}${answer?.error?.message ? `: ${answer.error.message}` : ""}); it is deleted`);
+      this.warnOnce(
+        `status:${status}`,
+        `the server refused a batch (${status}${code}${answer?.error?.message ? `: ${answer.error.message}` : ""}); it is deleted`,
+      );
       this.finish(b);
     }
   }
@@ -640,7 +673,12 @@ export class Sextant {
       return;
     }
     const half = Math.ceil(parsed.events.length / 2);
-    const make = (events: unknown[]): FormedBatch => ({ id: uuidv4(), body: JSON.stringify({ sdk: parsed!.sdk, system: parsed!.system, events }), n: events.length, seq: b.seq });
+    const make = (events: unknown[]): FormedBatch => ({
+      id: uuidv4(),
+      body: JSON.stringify({ sdk: parsed!.sdk, system: parsed!.system, events }),
+      n: events.length,
+      seq: b.seq,
+    });
     const parts = [make(parsed.events.slice(0, half)), make(parsed.events.slice(half))];
     if (i >= 0) this.batches.splice(i, 1, ...parts);
   }

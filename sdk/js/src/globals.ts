@@ -35,10 +35,18 @@ export interface Globals {
   clearTimeout(h: TimerHandle | undefined): void;
   console?: { warn(...args: unknown[]): void };
   crypto?: { getRandomValues?<T extends Uint8Array>(a: T): T };
-  CompressionStream?: new (format: "gzip") => { readable: unknown; writable: { getWriter(): { write(b: Uint8Array): Promise<void>; close(): Promise<void> } } };
+  CompressionStream?: new (
+    format: "gzip",
+  ) => { readable: unknown; writable: { getWriter(): { write(b: Uint8Array): Promise<void>; close(): Promise<void> } } };
   Response?: new (body: unknown) => { arrayBuffer(): Promise<ArrayBuffer> };
   TextEncoder?: new () => { encode(s: string): Uint8Array };
-  localStorage?: { getItem(k: string): string | null; setItem(k: string, v: string): void; removeItem(k: string): void; key(i: number): string | null; readonly length: number };
+  localStorage?: {
+    getItem(k: string): string | null;
+    setItem(k: string, v: string): void;
+    removeItem(k: string): void;
+    key(i: number): string | null;
+    readonly length: number;
+  };
   navigator?: {
     userAgent?: string;
     language?: string;

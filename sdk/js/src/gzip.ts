@@ -26,7 +26,9 @@ export async function platformGzip(): Promise<Gzip | null> {
       // fall through to zlib
     }
   }
-  zlib ??= g.process?.versions?.node ? importModule<{ gzipSync(d: Uint8Array): Uint8Array }>("node:zlib").catch(() => null) : Promise.resolve(null);
+  zlib ??= g.process?.versions?.node
+    ? importModule<{ gzipSync(d: Uint8Array): Uint8Array }>("node:zlib").catch(() => null)
+    : Promise.resolve(null);
   const z = await zlib;
   return z ? async (d) => z.gzipSync(d) : null;
 }

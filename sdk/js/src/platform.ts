@@ -26,7 +26,11 @@ export function parseUserAgent(ua: string): { os_name: string; os_version: strin
   }
   if ((m = /\bAndroid (\d+(?:\.\d+)*)(?:; ([^;)]+))?/.exec(ua))) {
     const model = (m[2] ?? "").trim();
-    return { os_name: "Android", os_version: m[1]!, device_model: model && model !== "K" && !/^(wv|Mobile|Linux)$/.test(model) ? model.replace(/ Build\/.*$/, "") : "" };
+    return {
+      os_name: "Android",
+      os_version: m[1]!,
+      device_model: model && model !== "K" && !/^(wv|Mobile|Linux)$/.test(model) ? model.replace(/ Build\/.*$/, "") : "",
+    };
   }
   if ((m = /\bWindows NT (\d+\.\d+)/.exec(ua))) return { os_name: "Windows", os_version: m[1]!, device_model: "" };
   if ((m = /\bCrOS \S+ (\d+(?:\.\d+)*)/.exec(ua))) return { os_name: "ChromeOS", os_version: m[1]!, device_model: "" };
@@ -146,5 +150,7 @@ export function hookLifecycle(h: LifecycleHandlers): () => void {
     g.addEventListener("beforeunload", unload);
     undo.push(() => g.removeEventListener?.("beforeunload", unload));
   }
-  return () => undo.forEach((f) => f());
+  return () => {
+    for (const f of undo) f();
+  };
 }

@@ -60,18 +60,102 @@ export function isValidName(name: unknown): name is string {
  * A key is dropped when it equals one of these or ends with one of the SUFFIXES.
  */
 export const PERSONAL_KEYS = new Set([
-  "email", "mail", "emailaddress", "phone", "phonenumber", "tel", "telephone", "mobile", "cell",
-  "name", "firstname", "lastname", "fullname", "surname", "givenname", "familyname", "displayname", "username", "login",
-  "address", "street", "streetaddress", "postcode", "postalcode", "zip", "zipcode", "city",
-  "ip", "ipaddress", "ipv4", "ipv6", "useragent", "ua",
-  "userid", "uid", "deviceid", "idfa", "idfv", "gaid", "aaid", "advertisingid", "adid", "imei", "imsi", "macaddress", "mac", "serial", "serialnumber",
-  "password", "passwd", "pwd", "secret", "token", "accesstoken", "apikey", "sessiontoken",
-  "ssn", "socialsecurity", "nationalid", "passport", "taxid",
-  "birthday", "birthdate", "dateofbirth", "dob", "age",
-  "creditcard", "cardnumber", "ccnumber", "cvv", "iban", "accountnumber",
-  "lat", "lng", "lon", "latitude", "longitude", "location", "geo", "gps",
+  "email",
+  "mail",
+  "emailaddress",
+  "phone",
+  "phonenumber",
+  "tel",
+  "telephone",
+  "mobile",
+  "cell",
+  "name",
+  "firstname",
+  "lastname",
+  "fullname",
+  "surname",
+  "givenname",
+  "familyname",
+  "displayname",
+  "username",
+  "login",
+  "address",
+  "street",
+  "streetaddress",
+  "postcode",
+  "postalcode",
+  "zip",
+  "zipcode",
+  "city",
+  "ip",
+  "ipaddress",
+  "ipv4",
+  "ipv6",
+  "useragent",
+  "ua",
+  "userid",
+  "uid",
+  "deviceid",
+  "idfa",
+  "idfv",
+  "gaid",
+  "aaid",
+  "advertisingid",
+  "adid",
+  "imei",
+  "imsi",
+  "macaddress",
+  "mac",
+  "serial",
+  "serialnumber",
+  "password",
+  "passwd",
+  "pwd",
+  "secret",
+  "token",
+  "accesstoken",
+  "apikey",
+  "sessiontoken",
+  "ssn",
+  "socialsecurity",
+  "nationalid",
+  "passport",
+  "taxid",
+  "birthday",
+  "birthdate",
+  "dateofbirth",
+  "dob",
+  "age",
+  "creditcard",
+  "cardnumber",
+  "ccnumber",
+  "cvv",
+  "iban",
+  "accountnumber",
+  "lat",
+  "lng",
+  "lon",
+  "latitude",
+  "longitude",
+  "location",
+  "geo",
+  "gps",
 ]);
-const SUFFIXES = ["email", "phone", "phonenumber", "ipaddress", "deviceid", "password", "token", "address", "userid", "lastname", "firstname", "fullname", "username"];
+const SUFFIXES = [
+  "email",
+  "phone",
+  "phonenumber",
+  "ipaddress",
+  "deviceid",
+  "password",
+  "token",
+  "address",
+  "userid",
+  "lastname",
+  "firstname",
+  "fullname",
+  "username",
+];
 /**
  * Last words of a key (split at `_`, `-`, `.`, spaces and camelCase) that make it personal
  * whatever comes before: `client_ip`, `userMail`. Whole words only, so `tooltip` and
@@ -80,21 +164,54 @@ const SUFFIXES = ["email", "phone", "phonenumber", "ipaddress", "deviceid", "pas
 export const PERSONAL_LAST_WORDS = new Set(["ip", "ips", "ipv4", "ipv6", "email", "emails", "mail", "phone", "phones", "tel"]);
 /** A key ending in the word `name` is personal after one of these words: `customer_name`, `contactName` (not `product_name`). */
 export const PERSON_WORDS = new Set([
-  "user", "customer", "contact", "person", "client", "member", "owner", "account", "first", "last", "full", "given", "family",
-  "middle", "maiden", "nick", "display", "real", "legal", "sender", "recipient", "billing", "shipping", "buyer", "seller",
-  "patient", "employee", "student", "parent", "guest", "player", "holder", "cardholder", "author",
+  "user",
+  "customer",
+  "contact",
+  "person",
+  "client",
+  "member",
+  "owner",
+  "account",
+  "first",
+  "last",
+  "full",
+  "given",
+  "family",
+  "middle",
+  "maiden",
+  "nick",
+  "display",
+  "real",
+  "legal",
+  "sender",
+  "recipient",
+  "billing",
+  "shipping",
+  "buyer",
+  "seller",
+  "patient",
+  "employee",
+  "student",
+  "parent",
+  "guest",
+  "player",
+  "holder",
+  "cardholder",
+  "author",
 ]);
 
 /** The words of a key, lower-cased: `clientIP` -> client, ip; `user_email` -> user, email. */
 function keyWords(key: string): string[] {
-  return key
-    // The acronym with a lower-case tail would split as "I Pv4": read it as one word.
-    .replace(/(?<![A-Z])IP(v[46]|s)(?![a-z])/g, "Ip$1")
-    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter((w) => w !== "");
+  return (
+    key
+      // The acronym with a lower-case tail would split as "I Pv4": read it as one word.
+      .replace(/(?<![A-Z])IP(v[46]|s)(?![a-z])/g, "Ip$1")
+      .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+      .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .filter((w) => w !== "")
+  );
 }
 
 function isPersonalKey(key: string): boolean {
@@ -149,7 +266,8 @@ export function looksPersonal(value: string): boolean {
     // are a version or a decimal ("10.0.19045"); a phone number written with dots has 10
     // or more ("01.23.45.67.89").
     const dotsOnly = !/[+\s()-]/.test(value);
-    if (digits >= 7 && digits <= 15 && (/[+\s().-]/.test(value) || digits >= 10) && !(dotsOnly && value.includes(".") && digits < 10)) return true;
+    if (digits >= 7 && digits <= 15 && (/[+\s().-]/.test(value) || digits >= 10) && !(dotsOnly && value.includes(".") && digits < 10))
+      return true;
     return false;
   }
   if (value.length >= 9 && value.includes("+")) {
@@ -175,6 +293,7 @@ export function cleanProps(raw: unknown): { props: Record<string, PropValue>; dr
   let dropped = 0;
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return { props, dropped };
   for (const key in raw as Record<string, unknown>) {
+    // biome-ignore lint/suspicious/noPrototypeBuiltins: the SDK targets ES2020 runtimes (older React Native, Electron), which lack Object.hasOwn
     if (!Object.prototype.hasOwnProperty.call(raw, key)) continue;
     const v = (raw as Record<string, unknown>)[key];
     if (kept >= MAX_PROPS || isRefusedKey(key)) {

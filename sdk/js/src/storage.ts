@@ -49,7 +49,10 @@ export function localStorageStorage(): SextantStorage {
 
 interface FsPromises {
   readFile(path: string, enc: "utf8"): Promise<string>;
-  open(path: string, flags: string): Promise<{ writeFile(data: string, enc: "utf8"): Promise<void>; sync(): Promise<void>; close(): Promise<void> }>;
+  open(
+    path: string,
+    flags: string,
+  ): Promise<{ writeFile(data: string, enc: "utf8"): Promise<void>; sync(): Promise<void>; close(): Promise<void> }>;
   rename(from: string, to: string): Promise<void>;
   mkdir(path: string, opts: { recursive: true }): Promise<unknown>;
 }

@@ -81,7 +81,11 @@ export function ShownOnce({ label, value, children }: { label: string; value: st
         <button type="button" class="secondary" onClick={() => copy(ref.current)}>
           Copy
         </button>
-        {copied && <span class="small muted" aria-live="polite">{copied}</span>}
+        {copied && (
+          <span class="small muted" aria-live="polite">
+            {copied}
+          </span>
+        )}
       </div>
       <p class="warn-note small">{children ?? "Copy it now: it is shown this once only and cannot be read again."}</p>
     </div>
@@ -123,6 +127,7 @@ export function ConfirmButton({
           {label}
         </button>
       ) : (
+        // biome-ignore lint/a11y/useSemanticElements: an inline group of two buttons; a fieldset would bring form styling into a table row
         <span class="row" role="group" aria-label={question}>
           <span class="small">{question}</span>
           <button

@@ -29,11 +29,20 @@ export function TimeChart({ days, series, title }: { days: string[]; series: Ser
           grid: { stroke: "rgba(128,128,128,.15)" },
           // Whole days only: the points are UTC days, never hours.
           incrs: [86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400, 91 * 86400, 365 * 86400],
-          values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" })),
-        }, { stroke: "currentColor", grid: { stroke: "rgba(128,128,128,.15)" }, values: (_u, v) => v.map((x) => compact(x)) }],
+          values: (_u, ticks) =>
+            ticks.map((t) => new Date(t * 1000).toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" })),
+        },
+        { stroke: "currentColor", grid: { stroke: "rgba(128,128,128,.15)" }, values: (_u, v) => v.map((x) => compact(x)) },
+      ],
       series: [
         { label: "Day (UTC)", value: (_u, v) => (v == null ? "" : new Date(v * 1000).toISOString().slice(0, 10)) },
-        ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, points: { show: days.length < 60 }, value: (_u: uPlot, v: number | null) => (v == null ? "" : full(v)) })),
+        ...series.map((s) => ({
+          label: s.label,
+          stroke: s.color,
+          width: 2,
+          points: { show: days.length < 60 },
+          value: (_u: uPlot, v: number | null) => (v == null ? "" : full(v)),
+        })),
       ],
     };
     const plot = new uPlot(opts, [xs, ...series.map((s) => s.values)], el);
@@ -48,27 +57,27 @@ export function TimeChart({ days, series, title }: { days: string[]; series: Ser
     <figure class="chart">
       <div ref={box} role="img" aria-label={title} />
       <div class="sr-only">
-      <table>
-        <caption>{title}</caption>
-        <thead>
-          <tr>
-            <th>Day (UTC)</th>
-            {series.map((s) => (
-              <th key={s.label}>{s.label}</th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {days.map((d, i) => (
-            <tr key={d}>
-              <td>{d}</td>
+        <table>
+          <caption>{title}</caption>
+          <thead>
+            <tr>
+              <th>Day (UTC)</th>
               {series.map((s) => (
-                <td key={s.label}>{s.values[i]}</td>
+                <th key={s.label}>{s.label}</th>
               ))}
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {days.map((d, i) => (
+              <tr key={d}>
+                <td>{d}</td>
+                {series.map((s) => (
+                  <td key={s.label}>{s.values[i]}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
       </div>
     </figure>
   );

@@ -36,10 +36,22 @@ export function DateRange() {
       {w.preset === "custom" && (
         <>
           <label>
-            From <input type="date" value={w.from} max={w.to} onChange={(e) => setQuery({ range: null, from: (e.target as HTMLInputElement).value, to: w.to })} />
+            From{" "}
+            <input
+              type="date"
+              value={w.from}
+              max={w.to}
+              onChange={(e) => setQuery({ range: null, from: (e.target as HTMLInputElement).value, to: w.to })}
+            />
           </label>
           <label>
-            to <input type="date" value={w.to} min={w.from} onChange={(e) => setQuery({ range: null, from: w.from, to: (e.target as HTMLInputElement).value })} />
+            to{" "}
+            <input
+              type="date"
+              value={w.to}
+              min={w.from}
+              onChange={(e) => setQuery({ range: null, from: w.from, to: (e.target as HTMLInputElement).value })}
+            />
           </label>
         </>
       )}
@@ -78,7 +90,11 @@ export function FilterChips() {
             <span>
               {dim} is <strong>{value || "(none)"}</strong>
             </span>
-            <button type="button" aria-label={`Remove filter ${dim} is ${value}`} onClick={() => setQuery({ filter: all.filter((x) => x !== f) })}>
+            <button
+              type="button"
+              aria-label={`Remove filter ${dim} is ${value}`}
+              onClick={() => setQuery({ filter: all.filter((x) => x !== f) })}
+            >
               ×
             </button>
           </li>

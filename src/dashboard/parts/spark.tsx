@@ -9,9 +9,21 @@ export function Spark({ values, label, width = 120, height = 28 }: { values: num
   const points = values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
   const text = `${label}: ${values.join(", ")}`;
   return (
-    <svg class="spark" viewBox={`0 0 ${width} ${height}`} width={width} height={height} role="img" aria-label={text} data-values={values.join(",")}>
+    <svg
+      class="spark"
+      viewBox={`0 0 ${width} ${height}`}
+      width={width}
+      height={height}
+      role="img"
+      aria-label={text}
+      data-values={values.join(",")}
+    >
       <title>{text}</title>
-      {n === 1 ? <circle cx={x(0)} cy={y(values[0]!)} r="2" /> : <polyline points={points} fill="none" stroke="currentColor" stroke-width="1.5" stroke-linejoin="round" />}
+      {n === 1 ? (
+        <circle cx={x(0)} cy={y(values[0]!)} r="2" />
+      ) : (
+        <polyline points={points} fill="none" stroke="currentColor" stroke-width="1.5" stroke-linejoin="round" />
+      )}
     </svg>
   );
 }

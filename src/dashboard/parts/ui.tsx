@@ -49,7 +49,21 @@ export function Card({ title, children, actions }: { title: string; children: Co
  * One row of a top-values table: the value as a button over a bar of its share of the
  * largest count (clicking it picks the value: a filter, the next step…), and the count.
  */
-export function BarRow({ label, value, count, max, title, onPick }: { label: string; value: string; count: number; max: number; title: string; onPick: () => void }) {
+export function BarRow({
+  label,
+  value,
+  count,
+  max,
+  title,
+  onPick,
+}: {
+  label: string;
+  value: string;
+  count: number;
+  max: number;
+  title: string;
+  onPick: () => void;
+}) {
   return (
     <tr data-value={value}>
       <td>
@@ -66,7 +80,13 @@ export function BarRow({ label, value, count, max, title, onPick }: { label: str
 }
 
 /** What a load has come to, short of its answer: the error (with a retry) or "loading". */
-export function LoadState({ of, what }: { of: { data: unknown; error: Error | null; loading: boolean; reload: () => void }; what: string }) {
+export function LoadState({
+  of,
+  what,
+}: {
+  of: { data: unknown; error: Error | null; loading: boolean; reload: () => void };
+  what: string;
+}) {
   if (of.error) return <ErrorBox error={of.error} onRetry={of.reload} />;
   if (!of.data && of.loading) return <Loading what={what} />;
   return null;

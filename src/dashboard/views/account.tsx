@@ -5,7 +5,7 @@
 import { api, type Me } from "../api.ts";
 import { ActionError, useAction, utc } from "../parts/actions.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, LoadState, Loading } from "../parts/ui.tsx";
+import { Card, LoadState } from "../parts/ui.tsx";
 
 export function Account({ me }: { me: Me }) {
   const sessions = useLoad(() => api.sessions(), []);

@@ -44,7 +44,14 @@ export interface AppViewSpec {
 }
 
 export const APP_VIEWS: AppViewSpec[] = [
-  { id: "overview", label: "Overview", view: ({ app }) => <Overview app={app} />, window: true, takes: { compare: true, debug: true, filters: true }, share: true },
+  {
+    id: "overview",
+    label: "Overview",
+    view: ({ app }) => <Overview app={app} />,
+    window: true,
+    takes: { compare: true, debug: true, filters: true },
+    share: true,
+  },
   { id: "events", label: "Events", view: Events, window: true, takes: { filters: true }, share: true },
   { id: "funnels", label: "Funnels", view: Funnels, window: true, takes: { filters: true }, share: true },
   { id: "paths", label: "Paths", view: Paths, window: true, takes: { filters: true }, share: true },
@@ -59,7 +66,17 @@ export const APP_VIEWS: AppViewSpec[] = [
 const RANK = { viewer: 0, member: 1, admin: 2, owner: 3 } as const;
 export const roleAtLeast = (role: string | null, min: keyof typeof RANK) => role !== null && RANK[role as keyof typeof RANK] >= RANK[min];
 
-export function AppPage({ place, base, roleOf, loadApp }: { place: Place; base: string; roleOf: ((orgId: number) => string | null) | null; loadApp: () => Promise<AppView> }) {
+export function AppPage({
+  place,
+  base,
+  roleOf,
+  loadApp,
+}: {
+  place: Place;
+  base: string;
+  roleOf: ((orgId: number) => string | null) | null;
+  loadApp: () => Promise<AppView>;
+}) {
   const app = useLoad(loadApp, [place.appId, place.shareToken]);
   if (app.error) return <ErrorBox error={app.error} onRetry={app.reload} />;
   if (!app.data) return <Loading what="the app" />;
@@ -86,7 +103,9 @@ export function AppPage({ place, base, roleOf, loadApp }: { place: Place; base: 
         <div class="controls">
           <DateRange />
           {spec.takes?.compare && <Toggle name="compare" label="Compare with the previous period" />}
-          {spec.takes?.debug && a.kind === "app" && <Toggle name="debug" label="Debug data" title="Show events sent by debug builds instead of production" />}
+          {spec.takes?.debug && a.kind === "app" && (
+            <Toggle name="debug" label="Debug data" title="Show events sent by debug builds instead of production" />
+          )}
           {spec.takes?.filters && <FilterChips />}
         </div>
       )}

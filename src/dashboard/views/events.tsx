@@ -6,7 +6,15 @@
 
 import { useState } from "preact/hooks";
 import type { Window } from "../api.ts";
-import { DIMENSIONS, eventsApi, type EventDetail, type EventsList, type NumberProperty, type PropertyGroup, type StringProperty } from "../api-events.ts";
+import {
+  DIMENSIONS,
+  eventsApi,
+  type EventDetail,
+  type EventsList,
+  type NumberProperty,
+  type PropertyGroup,
+  type StringProperty,
+} from "../api-events.ts";
 import { TimeChart } from "../parts/chart.tsx";
 import { addFilter, currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
@@ -16,7 +24,8 @@ import { query, setQuery, withWindow, type Place } from "../route.ts";
 import type { AppViewProps } from "./app.tsx";
 
 /** The path of the app's pages: /apps/{id}, or /share/{token} for a share link. */
-export const appBase = (place: Place, appId: number) => (place.page === "share" ? `/share/${encodeURIComponent(place.shareToken!)}` : `/apps/${appId}`);
+export const appBase = (place: Place, appId: number) =>
+  place.page === "share" ? `/share/${encodeURIComponent(place.shareToken!)}` : `/apps/${appId}`;
 
 /** The window of a stats call from the URL (these endpoints take no debug or compare). */
 export function statsWindow(): Window & { key: string } {
@@ -30,7 +39,10 @@ export const EVENT_NAMES_LIMIT = 200;
 /** Said where the frame's debug or compare switch is on: these endpoints take neither. */
 export function WindowNote() {
   const q = query.value;
-  const off = [q.get("debug") === "1" && "debug data (production data is shown)", q.get("compare") === "1" && "the comparison with the previous period"].filter(Boolean);
+  const off = [
+    q.get("debug") === "1" && "debug data (production data is shown)",
+    q.get("compare") === "1" && "the comparison with the previous period",
+  ].filter(Boolean);
   if (!off.length) return null;
   return <p class="muted small window-note">This view does not offer {off.join(" or ")}.</p>;
 }
@@ -108,7 +120,10 @@ function Detail({ appId, base, name }: { appId: number; base: string; name: stri
   const by = query.value.get("by") ?? "";
   const d = useLoad(() => eventsApi.detail(appId, w, name), [appId, w.key, name]);
   // `property` restricts the answer's lists to that key, so property_by is a second call.
-  const pb = useLoad(() => (property && by ? eventsApi.detail(appId, w, name, { property, by }) : Promise.resolve(null)), [appId, w.key, name, property, by]);
+  const pb = useLoad(
+    () => (property && by ? eventsApi.detail(appId, w, name, { property, by }) : Promise.resolve(null)),
+    [appId, w.key, name, property, by],
+  );
   return (
     <div class="stack event-detail" data-event={name}>
       <div class="row spread">
@@ -121,7 +136,13 @@ function Detail({ appId, base, name }: { appId: number; base: string; name: stri
       {d.data && <DetailBody data={d.data} w={w} />}
       {d.data && (
         <Card title="A number property by a dimension">
-          <PropertyByForm key={`${property}|${by}`} numbers={d.data.number_properties} texts={d.data.string_properties.map((p) => p.key)} property={property} by={by} />
+          <PropertyByForm
+            key={`${property}|${by}`}
+            numbers={d.data.number_properties}
+            texts={d.data.string_properties.map((p) => p.key)}
+            property={property}
+            by={by}
+          />
           {pb.error && <ErrorBox error={pb.error} onRetry={pb.reload} />}
           {property && by && !pb.data && pb.loading && <Loading what={`${property} by ${by}`} />}
           {pb.data && <PropertyByTable rows={pb.data.property_by ?? []} property={property} by={by} />}
@@ -135,7 +156,20 @@ function DetailBody({ data, w }: { data: EventDetail; w: Window }) {
   const total = data.series.reduce((n, p) => n + p.events, 0);
   return (
     <>
-      <Card title="Trend" actions={<span class="muted small">{total === 0 ? "No events in this range" : <><Num n={total} /> events</>}</span>}>
+      <Card
+        title="Trend"
+        actions={
+          <span class="muted small">
+            {total === 0 ? (
+              "No events in this range"
+            ) : (
+              <>
+                <Num n={total} /> events
+              </>
+            )}
+          </span>
+        }
+      >
         <TimeChart
           title={`${data.name}: events, users and sessions per day, ${w.from} to ${w.to} (UTC)`}
           days={data.series.map((p) => p.day)}
@@ -157,7 +191,13 @@ function DetailBody({ data, w }: { data: EventDetail; w: Window }) {
           <p class="muted">No text properties in this range.</p>
         )}
       </Card>
-      <Card title="Number properties">{data.number_properties.length ? <NumberTable rows={data.number_properties} /> : <p class="muted">No number properties in this range.</p>}</Card>
+      <Card title="Number properties">
+        {data.number_properties.length ? (
+          <NumberTable rows={data.number_properties} />
+        ) : (
+          <p class="muted">No number properties in this range.</p>
+        )}
+      </Card>
       {data.sampled && <p class="muted small">Sampled.</p>}
     </>
   );

@@ -65,7 +65,8 @@ function toQuery(b: Builder): Record<string, string | string[] | null> {
   };
 }
 
-const sameDef = (b: Builder, f: SavedFunnel) => b.steps.join("\u0000") === f.steps.join("\u0000") && b.window === f.window_seconds && b.breakdown === (f.breakdown ?? "");
+const sameDef = (b: Builder, f: SavedFunnel) =>
+  b.steps.join("\u0000") === f.steps.join("\u0000") && b.window === f.window_seconds && b.breakdown === (f.breakdown ?? "");
 
 export function Funnels({ app, role }: AppViewProps) {
   const shared = isShared();
@@ -76,10 +77,13 @@ export function Funnels({ app, role }: AppViewProps) {
   // A property breakdown waits for its key.
   const ready = b.steps.length >= MIN_STEPS && b.steps.every((s) => s) && b.breakdown !== PROP;
   const def: FunnelDef = { steps: b.steps, window_seconds: b.window, breakdown: b.breakdown || null };
-  const result = useLoad(() => (ready ? eventsApi.funnel(app.id, w, def) : Promise.resolve(null)), [app.id, w.key, ready, b.steps.join("\u0000"), b.window, b.breakdown]);
+  const result = useLoad(
+    () => (ready ? eventsApi.funnel(app.id, w, def) : Promise.resolve(null)),
+    [app.id, w.key, ready, b.steps.join("\u0000"), b.window, b.breakdown],
+  );
   // Edits replace the history entry (a back step per click would be tiresome); opening a saved funnel adds one.
   const edit = (next: Partial<Builder>) => setQuery(toQuery({ ...b, ...next }), true);
-  const current = b.funnelId && saved.data ? saved.data.find((f) => f.id === b.funnelId) ?? null : null;
+  const current = b.funnelId && saved.data ? (saved.data.find((f) => f.id === b.funnelId) ?? null) : null;
 
   return (
     <div class="stack funnels">
@@ -89,7 +93,10 @@ export function Funnels({ app, role }: AppViewProps) {
         <BuilderForm b={b} names={names.data?.events.map((e) => e.name) ?? null} edit={edit} />
         {names.data && !names.data.events.length && <p class="muted">This app has no events in this range yet.</p>}
       </Card>
-      <Card title="Conversion" actions={<span class="muted small">Sessions, {w.from === w.to ? w.from : `${w.from} – ${w.to}`} (UTC)</span>}>
+      <Card
+        title="Conversion"
+        actions={<span class="muted small">Sessions, {w.from === w.to ? w.from : `${w.from} – ${w.to}`} (UTC)</span>}
+      >
         {!ready && <p class="muted">{b.breakdown === PROP ? "Type the property key to break down by." : "Choose at least two steps."}</p>}
         {ready && result.error && <ErrorBox error={result.error} onRetry={result.reload} />}
         {ready && !result.data && result.loading && <Loading what="the funnel" />}
@@ -147,10 +154,22 @@ function BuilderForm({ b, names, edit }: { b: Builder; names: string[] | null; e
                 <button type="button" class="secondary" aria-label={`Move step ${i + 1} up`} disabled={i === 0} onClick={() => move(i, -1)}>
                   ↑
                 </button>
-                <button type="button" class="secondary" aria-label={`Move step ${i + 1} down`} disabled={i === b.steps.length - 1} onClick={() => move(i, 1)}>
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`Move step ${i + 1} down`}
+                  disabled={i === b.steps.length - 1}
+                  onClick={() => move(i, 1)}
+                >
                   ↓
                 </button>
-                <button type="button" class="secondary" aria-label={`Remove step ${i + 1}`} disabled={b.steps.length <= MIN_STEPS} onClick={() => remove(i)}>
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`Remove step ${i + 1}`}
+                  disabled={b.steps.length <= MIN_STEPS}
+                  onClick={() => remove(i)}
+                >
                   ×
                 </button>
               </span>
@@ -303,7 +322,11 @@ function Saved(props: {
     setBusy(true);
     setFailure(null);
     try {
-      const f = await eventsApi.saveFunnel(appId, name.trim(), { steps: b.steps, window_seconds: b.window, breakdown: b.breakdown || null });
+      const f = await eventsApi.saveFunnel(appId, name.trim(), {
+        steps: b.steps,
+        window_seconds: b.window,
+        breakdown: b.breakdown || null,
+      });
       setName("");
       props.reload();
       setQuery(toQuery({ ...b, funnelId: f.id }), true);

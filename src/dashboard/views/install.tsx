@@ -19,7 +19,10 @@ export function Install({ app }: { app: AppView }) {
     let stop = false;
     const poll = async () => {
       try {
-        const [prod, debug] = await Promise.all([api.live(app.id), app.kind === "app" ? api.live(app.id, true) : Promise.resolve({ events: 0 })]);
+        const [prod, debug] = await Promise.all([
+          api.live(app.id),
+          app.kind === "app" ? api.live(app.id, true) : Promise.resolve({ events: 0 }),
+        ]);
         if (prod.events + debug.events > 0) return setLive(true);
       } catch {
         // shown by the banner, or a 401 redirect
@@ -56,12 +59,19 @@ await sx.shutdown();  // when the app quits`;
       <Card title={app.kind === "web" ? "Add the script to your site" : "Send events from your app"}>
         {app.kind === "web" ? (
           <>
-            <p>Paste this into the &lt;head&gt; of every page. It sends a page view on each load and navigation; call sextant("name", {"{…}"}) for your own events.</p>
+            <p>
+              Paste this into the &lt;head&gt; of every page. It sends a page view on each load and navigation; call sextant("name", {"{…}"}
+              ) for your own events.
+            </p>
+            {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: tests and people find the snippet by this label; a figure around it is the better markup, left for a change that may alter the page */}
             <pre class="code" aria-label="Script tag">
               {tag}
             </pre>
             <p class="muted small">
-              Origins allowed to send: {app.origins.length ? app.origins.join(", ") : "none yet: add your site's address in the app's settings, or events are refused."}
+              Origins allowed to send:{" "}
+              {app.origins.length
+                ? app.origins.join(", ")
+                : "none yet: add your site's address in the app's settings, or events are refused."}
             </p>
           </>
         ) : (
@@ -70,12 +80,14 @@ await sx.shutdown();  // when the app quits`;
               Add the SDK (<code>sextant-sdk</code>, in <code>sdk/js</code> of the Sextant repository; browsers, Node, Bun, Deno, Electron,
               React Native) and track events. It batches, compresses, retries and keeps unsent events across restarts.
             </p>
+            {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: tests and people find the snippet by this label; a figure around it is the better markup, left for a change that may alter the page */}
             <pre class="code" aria-label="SDK example">
               {sdk}
             </pre>
             <p>
               Or post batches of events to <code>/v1/batch</code> with the app key yourself. Try it from a terminal:
             </p>
+            {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: tests and people find the snippet by this label; a figure around it is the better markup, left for a change that may alter the page */}
             <pre class="code" aria-label="curl example">
               {curl}
             </pre>

@@ -95,8 +95,8 @@ export function Live({ app }: AppViewProps) {
         </ul>
       )}
       <p class="muted small">
-        {debug ? "Debug builds' events only. " : app.kind === "app" ? "Production events only. " : ""}A session is active when it had an event in the last {minutes} minutes (by the
-        server's clock, whole seconds).
+        {debug ? "Debug builds' events only. " : app.kind === "app" ? "Production events only. " : ""}A session is active when it had an
+        event in the last {minutes} minutes (by the server's clock, whole seconds).
       </p>
     </div>
   );

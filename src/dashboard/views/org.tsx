@@ -60,7 +60,11 @@ export function OrgPage({ me, orgId, reloadMe }: { me: Me; orgId: number; reload
       {admin && <Tokens orgId={org.id} />}
       {admin && !billingFirst && <Billing orgId={org.id} owner={owner} />}
       {owner && <DeleteOrg orgId={org.id} name={org.name} reloadMe={reloadMe} />}
-      {!admin && <p class="muted small">Admins and owners of this org manage its members, invitations, API tokens and billing; your role is {role}.</p>}
+      {!admin && (
+        <p class="muted small">
+          Admins and owners of this org manage its members, invitations, API tokens and billing; your role is {role}.
+        </p>
+      )}
     </main>
   );
 }
@@ -111,7 +115,14 @@ function Members({ orgId, me, role, reloadMe }: { orgId: number; me: Me; role: R
           </thead>
           <tbody>
             {members.data.map((m) => (
-              <MemberRow key={m.user_id} orgId={orgId} m={m} self={m.user_id === me.user.id} actor={role} onChanged={(self) => (members.reload(), self && reloadMe())} />
+              <MemberRow
+                key={m.user_id}
+                orgId={orgId}
+                m={m}
+                self={m.user_id === me.user.id}
+                actor={role}
+                onChanged={(self) => (members.reload(), self && reloadMe())}
+              />
             ))}
           </tbody>
         </table>
@@ -121,7 +132,19 @@ function Members({ orgId, me, role, reloadMe }: { orgId: number; me: Me; role: R
   );
 }
 
-function MemberRow({ orgId, m, self, actor, onChanged }: { orgId: number; m: Member; self: boolean; actor: Role; onChanged: (self: boolean) => void }) {
+function MemberRow({
+  orgId,
+  m,
+  self,
+  actor,
+  onChanged,
+}: {
+  orgId: number;
+  m: Member;
+  self: boolean;
+  actor: Role;
+  onChanged: (self: boolean) => void;
+}) {
   const a = useAction();
   // Admins change admins, members and viewers; owners also owners (and may make owners).
   const mayChange = roleAtLeast(actor, "admin") && (m.role !== "owner" || actor === "owner");
@@ -220,7 +243,14 @@ function Invitations({ orgId, owner }: { orgId: number; owner: boolean }) {
       >
         <label class="grow">
           <span>Email address to invite</span>
-          <input type="email" name="invite-email" required maxLength={320} value={email} onInput={(e) => setEmail((e.target as HTMLInputElement).value)} />
+          <input
+            type="email"
+            name="invite-email"
+            required
+            maxLength={320}
+            value={email}
+            onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
+          />
         </label>
         <label>
           <span>Role</span>
@@ -286,8 +316,8 @@ function Tokens({ orgId }: { orgId: number }) {
   return (
     <Card title="API tokens">
       <p class="muted small">
-        Read-only tokens for scripts: <code>Authorization: Bearer sxt_…</code> reads the statistics and settings of this org's apps as a viewer would, and
-        changes nothing. Revoking one stops it at once.
+        Read-only tokens for scripts: <code>Authorization: Bearer sxt_…</code> reads the statistics and settings of this org's apps as a
+        viewer would, and changes nothing. Revoking one stops it at once.
       </p>
       <form
         class="row"
@@ -311,7 +341,8 @@ function Tokens({ orgId }: { orgId: number }) {
       <ActionError action={a} />
       {made && (
         <ShownOnce label={`Token "${made.name}"`} value={made.token}>
-          Copy the token now: it is shown this once only and cannot be read again. Anyone holding it can read this org's statistics until you revoke it.
+          Copy the token now: it is shown this once only and cannot be read again. Anyone holding it can read this org's statistics until
+          you revoke it.
         </ShownOnce>
       )}
       {list.error && <ErrorBox error={list.error} onRetry={list.reload} />}
@@ -383,6 +414,7 @@ function Billing({ orgId, owner }: { orgId: number; owner: boolean }) {
               </span>
               <span>{Math.round(share * 1000) / 10}%</span>
             </div>
+            {/* biome-ignore lint/a11y/useSemanticElements: a styled bar with the meter role; the meter element cannot be styled alike across browsers */}
             <div
               class="meter"
               role="meter"
@@ -395,7 +427,8 @@ function Billing({ orgId, owner }: { orgId: number; owner: boolean }) {
               <div class={share >= 1 ? "fill over" : "fill"} style={{ width: `${share * 100}%` }} />
             </div>
             <p class="muted small">
-              Events past {d.hard_limit_percent}% of the limit ({compact((d.effective_events_per_month * d.hard_limit_percent) / 100)}) are dropped until the month ends.
+              Events past {d.hard_limit_percent}% of the limit ({compact((d.effective_events_per_month * d.hard_limit_percent) / 100)}) are
+              dropped until the month ends.
             </p>
           </div>
           {d.status === "past_due" && (
@@ -407,7 +440,9 @@ function Billing({ orgId, owner }: { orgId: number; owner: boolean }) {
               {owner && d.has_billing_account && " Update the card in “Manage billing”."}
             </p>
           )}
-          {d.cancel_at && <p class="badge warn">The subscription ends {utc(d.cancel_at)} instead of renewing; then the org is on the free plan.</p>}
+          {d.cancel_at && (
+            <p class="badge warn">The subscription ends {utc(d.cancel_at)} instead of renewing; then the org is on the free plan.</p>
+          )}
           {!d.billing_enabled ? (
             <p class="muted">Billing is off on this server: the operator sets plans by hand (sextant org set-plan).</p>
           ) : (
@@ -470,8 +505,8 @@ function DeleteOrg({ orgId, name, reloadMe }: { orgId: number; name: string; rel
   return (
     <Card title="Delete the org">
       <p class="small">
-        Every app of the org stops at once, pending invitations are withdrawn and API tokens revoked; its data is purged within minutes. A running subscription is
-        canceled. This cannot be undone.
+        Every app of the org stops at once, pending invitations are withdrawn and API tokens revoked; its data is purged within minutes. A
+        running subscription is canceled. This cannot be undone.
       </p>
       {!open ? (
         <button type="button" class="danger" onClick={() => setOpen(true)}>
@@ -492,7 +527,12 @@ function DeleteOrg({ orgId, name, reloadMe }: { orgId: number; name: string; rel
             <span>
               Type the org's name, <strong>{name}</strong>, to confirm
             </span>
-            <input name="confirm-org-name" value={typed} autoComplete="off" onInput={(e) => setTyped((e.target as HTMLInputElement).value)} />
+            <input
+              name="confirm-org-name"
+              value={typed}
+              autoComplete="off"
+              onInput={(e) => setTyped((e.target as HTMLInputElement).value)}
+            />
           </label>
           <div class="row">
             <button type="submit" class="danger" disabled={a.busy || typed !== name}>

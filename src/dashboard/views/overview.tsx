@@ -7,23 +7,79 @@ import { change, compact, duration, full, percent } from "../format.ts";
 import { TimeChart } from "../parts/chart.tsx";
 import { addFilter, currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
-import { BarRow, Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
+import { BarRow, Card, LoadState } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
 import { useEffect, useRef, useState } from "preact/hooks";
 
 /** Panels and their tabs (dimensions), by kind of app. */
 const PANELS: { id: string; title: string; kinds: ("web" | "app")[]; dims: [string, string][] }[] = [
-  { id: "pages", title: "Pages", kinds: ["web"], dims: [["pathname", "Pages"], ["entry", "Entry pages"], ["exit", "Exit pages"], ["hostname", "Hosts"]] },
-  { id: "screens", title: "Screens and events", kinds: ["app"], dims: [["name", "Events"], ["entry", "Entry screens"], ["exit", "Exit screens"]] },
+  {
+    id: "pages",
+    title: "Pages",
+    kinds: ["web"],
+    dims: [
+      ["pathname", "Pages"],
+      ["entry", "Entry pages"],
+      ["exit", "Exit pages"],
+      ["hostname", "Hosts"],
+    ],
+  },
+  {
+    id: "screens",
+    title: "Screens and events",
+    kinds: ["app"],
+    dims: [
+      ["name", "Events"],
+      ["entry", "Entry screens"],
+      ["exit", "Exit screens"],
+    ],
+  },
   {
     id: "sources",
     title: "Sources",
     kinds: ["web"],
-    dims: [["referrer_source", "Sources"], ["referrer", "Referrers"], ["utm_source", "UTM source"], ["utm_medium", "UTM medium"], ["utm_campaign", "UTM campaign"], ["utm_content", "UTM content"], ["utm_term", "UTM term"]],
+    dims: [
+      ["referrer_source", "Sources"],
+      ["referrer", "Referrers"],
+      ["utm_source", "UTM source"],
+      ["utm_medium", "UTM medium"],
+      ["utm_campaign", "UTM campaign"],
+      ["utm_content", "UTM content"],
+      ["utm_term", "UTM term"],
+    ],
   },
-  { id: "locations", title: "Locations", kinds: ["web", "app"], dims: [["country", "Countries"], ["locale", "Locales"]] },
-  { id: "devices", title: "Devices", kinds: ["web", "app"], dims: [["platform", "Platforms"], ["os_name", "OS"], ["os_version", "OS versions"], ["browser", "Browsers"], ["device_type", "Device types"], ["device_model", "Models"]] },
-  { id: "versions", title: "App versions", kinds: ["app"], dims: [["app_version", "Versions"], ["app_build", "Builds"], ["sdk", "SDKs"]] },
+  {
+    id: "locations",
+    title: "Locations",
+    kinds: ["web", "app"],
+    dims: [
+      ["country", "Countries"],
+      ["locale", "Locales"],
+    ],
+  },
+  {
+    id: "devices",
+    title: "Devices",
+    kinds: ["web", "app"],
+    dims: [
+      ["platform", "Platforms"],
+      ["os_name", "OS"],
+      ["os_version", "OS versions"],
+      ["browser", "Browsers"],
+      ["device_type", "Device types"],
+      ["device_model", "Models"],
+    ],
+  },
+  {
+    id: "versions",
+    title: "App versions",
+    kinds: ["app"],
+    dims: [
+      ["app_version", "Versions"],
+      ["app_build", "Builds"],
+      ["sdk", "SDKs"],
+    ],
+  },
   { id: "events", title: "Events", kinds: ["web"], dims: [["name", "Events"]] },
 ];
 
@@ -51,8 +107,7 @@ export function Overview({ app }: { app: AppView }) {
       <LoadState of={o} what="the overview" />
       {o.data && o.data.current.totals.events === 0 && !w.filter.length && (
         <p class="status waiting" role="status">
-          No events in this range yet.{" "}
-          {!isShared() && <a href={`/apps/${app.id}/install`}>How to send them</a>}
+          No events in this range yet. {!isShared() && <a href={`/apps/${app.id}/install`}>How to send them</a>}
         </p>
       )}
       {o.data && <Cards data={o.data} web={app.kind === "web"} />}
@@ -65,7 +120,9 @@ export function Overview({ app }: { app: AppView }) {
               { label: "Events", values: o.data.current.series.map((p) => p.events), color: "#4f7cff" },
               { label: "Users", values: o.data.current.series.map((p) => p.users), color: "#16a34a" },
               { label: "Sessions", values: o.data.current.series.map((p) => p.sessions), color: "#f59e0b" },
-              ...(app.kind === "web" ? [{ label: "Page views", values: o.data.current.series.map((p) => p.pageviews), color: "#a855f7" }] : []),
+              ...(app.kind === "web"
+                ? [{ label: "Page views", values: o.data.current.series.map((p) => p.pageviews), color: "#a855f7" }]
+                : []),
             ]}
           />
         </Card>
@@ -97,7 +154,12 @@ function Cards({ data, web }: { data: OverviewData; web: boolean }) {
     { label: "Events", value: t.events, fmt: compact, prev: p?.events },
     ...(web ? [{ label: "Page views", value: t.pageviews, fmt: compact, prev: p?.pageviews }] : []),
     ...(web ? [{ label: "Bounce rate", value: t.bounce_rate, fmt: percent, prev: p?.bounce_rate, lowerIsBetter: true }] : []),
-    { label: "Events per session", value: t.events_per_session, fmt: (n: number) => (Math.round(n * 10) / 10).toString(), prev: p?.events_per_session },
+    {
+      label: "Events per session",
+      value: t.events_per_session,
+      fmt: (n: number) => (Math.round(n * 10) / 10).toString(),
+      prev: p?.events_per_session,
+    },
     { label: "Median session", value: t.median_session_seconds, fmt: duration, prev: p?.median_session_seconds },
   ];
   return (
@@ -137,32 +199,47 @@ function Panel({ app, panel, win }: { app: AppView; panel: (typeof PANELS)[numbe
     seen.observe(el);
     return () => seen.disconnect();
   }, [near]);
-  const b = useLoad(() => (near ? api.breakdown(app.id, win, dim, metric) : new Promise<Breakdown>(() => {})), [app.id, win.from, win.to, win.filter.join("|"), dim, metric, near]);
+  const b = useLoad(
+    () => (near ? api.breakdown(app.id, win, dim, metric) : new Promise<Breakdown>(() => {})),
+    [app.id, win.from, win.to, win.filter.join("|"), dim, metric, near],
+  );
   return (
     <div class="panel" ref={box}>
-    <Card
-      title={panel.title}
-      actions={
-        <select aria-label={`Count ${panel.title} by`} value={metric} onChange={(e) => setQuery({ metric: (e.target as HTMLSelectElement).value === "events" ? null : (e.target as HTMLSelectElement).value })}>
-          <option value="events">Events</option>
-          <option value="sessions">Sessions</option>
-          <option value="users">Users</option>
-        </select>
-      }
-    >
-      {panel.dims.length > 1 && (
-        <div class="tabs" role="tablist" aria-label={`${panel.title} by`}>
-          {panel.dims.map(([d, label]) => (
-            <button type="button" role="tab" key={d} aria-selected={d === dim} onClick={() => setQuery({ [tabKey]: d === panel.dims[0]![0] ? null : d }, true)}>
-              {label}
-            </button>
-          ))}
-        </div>
-      )}
-      <LoadState of={b} what={panel.title.toLowerCase()} />
-      {b.data && <Rows data={b.data} />}
-      {b.data?.sampled && <p class="muted small">Sampled: counts are estimates from part of the events.</p>}
-    </Card>
+      <Card
+        title={panel.title}
+        actions={
+          <select
+            aria-label={`Count ${panel.title} by`}
+            value={metric}
+            onChange={(e) =>
+              setQuery({ metric: (e.target as HTMLSelectElement).value === "events" ? null : (e.target as HTMLSelectElement).value })
+            }
+          >
+            <option value="events">Events</option>
+            <option value="sessions">Sessions</option>
+            <option value="users">Users</option>
+          </select>
+        }
+      >
+        {panel.dims.length > 1 && (
+          <div class="tabs" role="tablist" aria-label={`${panel.title} by`}>
+            {panel.dims.map(([d, label]) => (
+              <button
+                type="button"
+                role="tab"
+                key={d}
+                aria-selected={d === dim}
+                onClick={() => setQuery({ [tabKey]: d === panel.dims[0]![0] ? null : d }, true)}
+              >
+                {label}
+              </button>
+            ))}
+          </div>
+        )}
+        <LoadState of={b} what={panel.title.toLowerCase()} />
+        {b.data && <Rows data={b.data} />}
+        {b.data?.sampled && <p class="muted small">Sampled: counts are estimates from part of the events.</p>}
+      </Card>
     </div>
   );
 }

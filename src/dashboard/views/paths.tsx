@@ -5,7 +5,7 @@
 
 import { eventsApi, type Paths as PathsData } from "../api-events.ts";
 import { useLoad } from "../parts/load.ts";
-import { BarRow, Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
+import { BarRow, Card, ErrorBox, LoadState, Num } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
 import type { AppViewProps } from "./app.tsx";
 import { EVENT_NAMES_LIMIT, statsWindow, WindowNote } from "./events.tsx";
@@ -68,7 +68,15 @@ function NextTable({ data }: { data: PathsData }) {
         </thead>
         <tbody>
           {data.next.map((r) => (
-            <BarRow key={r.value} label={r.value} value={r.value} count={r.count} max={max} title={`What comes after ${eventOf(r.value)}`} onPick={() => setQuery({ after: eventOf(r.value) })} />
+            <BarRow
+              key={r.value}
+              label={r.value}
+              value={r.value}
+              count={r.count}
+              max={max}
+              title={`What comes after ${eventOf(r.value)}`}
+              onPick={() => setQuery({ after: eventOf(r.value) })}
+            />
           ))}
         </tbody>
       </table>

@@ -11,14 +11,15 @@ import { activity, SESSION_FILTER_DIMS, type SessionItem, type SessionsData, typ
 import { compact, duration, full, percent } from "../format.ts";
 import { addFilter, currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
+import { Card, LoadState, Num } from "../parts/ui.tsx";
 import { query, setQuery, withWindow, type Place } from "../route.ts";
 import type { AppViewProps } from "./app.tsx";
 
 const LIMITS = [50, 100, 200, 500];
 
 /** The dashboard path of this app (a share link's pages live under /share/{token}). */
-const baseOf = (place: Place, appId: number) => (place.page === "share" ? `/share/${encodeURIComponent(place.shareToken!)}` : `/apps/${appId}`);
+const baseOf = (place: Place, appId: number) =>
+  place.page === "share" ? `/share/${encodeURIComponent(place.shareToken!)}` : `/apps/${appId}`;
 
 /** An ISO time as "2026-11-27 14:03:09 UTC". */
 const utc = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
@@ -48,9 +49,13 @@ function SessionList({ app, base }: { app: AppViewProps["app"]; base: string }) 
   const win: Window = { from: w.from, to: w.to, filter: used };
   const s = useLoad(() => activity.sessions(app.id, win, limit), [app.id, w.from, w.to, used.join("|"), limit]);
   const notes = [
-    ignored.length ? `Not applied here: ${ignored.join(", ")}. The sessions list filters by platform, country, OS and app version only.` : null,
+    ignored.length
+      ? `Not applied here: ${ignored.join(", ")}. The sessions list filters by platform, country, OS and app version only.`
+      : null,
     query.value.get("compare") === "1" ? "Sessions have no comparison with the previous period." : null,
-    app.kind === "app" && query.value.get("debug") === "1" ? "The sessions list shows production data only: the API has no debug switch for it." : null,
+    app.kind === "app" && query.value.get("debug") === "1"
+      ? "The sessions list shows production data only: the API has no debug switch for it."
+      : null,
   ].filter(Boolean);
   return (
     <div class="stack">
@@ -66,7 +71,11 @@ function SessionList({ app, base }: { app: AppViewProps["app"]; base: string }) 
           title="Sessions"
           actions={
             <span class="muted small">
-              Newest first; {s.data.sessions.length < s.data.summary.sessions ? `the latest ${full(s.data.sessions.length)} of ${full(s.data.summary.sessions)}` : `all ${full(s.data.sessions.length)}`} · times in UTC
+              Newest first;{" "}
+              {s.data.sessions.length < s.data.summary.sessions
+                ? `the latest ${full(s.data.sessions.length)} of ${full(s.data.summary.sessions)}`
+                : `all ${full(s.data.sessions.length)}`}{" "}
+              · times in UTC
             </span>
           }
         >
@@ -144,7 +153,10 @@ function List({ rows, base, web }: { rows: SessionItem[]; base: string; web: boo
           {rows.map((r) => (
             <tr key={r.id} data-session={r.id}>
               <td data-col="started">
-                <a href={production(`${base}/sessions/${encodeURIComponent(r.id)}`)} aria-label={`Session started ${utc(r.started)}: open its timeline`}>
+                <a
+                  href={production(`${base}/sessions/${encodeURIComponent(r.id)}`)}
+                  aria-label={`Session started ${utc(r.started)}: open its timeline`}
+                >
                   {utc(r.started).slice(0, 19)}
                 </a>
               </td>

@@ -10,7 +10,7 @@ import type { AppView } from "../api.ts";
 import { MAX_ACTIVE_KEYS, settingsApi, type CreatedShareLink, type JobView } from "../api-settings.ts";
 import { ActionError, ConfirmButton, ShownOnce, useAction, utc } from "../parts/actions.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
+import { Card, ErrorBox, LoadState, Num } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
 import { roleAtLeast, type AppViewProps } from "./app.tsx";
 
@@ -86,19 +86,34 @@ function General({ app, admin, reload }: { app: AppView; admin: boolean; reload?
       >
         <label>
           <span>Name</span>
-          <input name="app-name" value={name} maxLength={100} required onInput={(e) => (setName((e.target as HTMLInputElement).value), setSaved(false))} />
+          <input
+            name="app-name"
+            value={name}
+            maxLength={100}
+            required
+            onInput={(e) => (setName((e.target as HTMLInputElement).value), setSaved(false))}
+          />
         </label>
         {app.kind === "web" && (
           <label>
             <span>Origins allowed to send events (one a line, e.g. https://example.com or https://*.example.com)</span>
-            <textarea name="origins" rows={Math.max(3, app.origins.length + 1)} value={origins} onInput={(e) => (setOrigins((e.target as HTMLTextAreaElement).value), setSaved(false))} />
+            <textarea
+              name="origins"
+              rows={Math.max(3, app.origins.length + 1)}
+              value={origins}
+              onInput={(e) => (setOrigins((e.target as HTMLTextAreaElement).value), setSaved(false))}
+            />
           </label>
         )}
         <div class="row">
           <button type="submit" disabled={a.busy || !changed}>
             Save
           </button>
-          {saved && !changed && <span class="small muted" role="status">Saved.</span>}
+          {saved && !changed && (
+            <span class="small muted" role="status">
+              Saved.
+            </span>
+          )}
         </div>
         <ActionError action={a} />
       </form>
@@ -118,7 +133,12 @@ function Ingest({ app, admin, reload }: { app: AppView; admin: boolean; reload?:
       </p>
       {admin && (
         <div class="row">
-          <button type="button" class="secondary" disabled={a.busy} onClick={() => a.run(() => settingsApi.updateApp(app.id, { paused: !app.paused })).then((ok) => ok && reload?.())}>
+          <button
+            type="button"
+            class="secondary"
+            disabled={a.busy}
+            onClick={() => a.run(() => settingsApi.updateApp(app.id, { paused: !app.paused })).then((ok) => ok && reload?.())}
+          >
             {app.paused ? "Resume ingest" : "Pause ingest"}
           </button>
         </div>
@@ -146,8 +166,8 @@ function Keys({ app, admin }: { app: AppView; admin: boolean }) {
       }
     >
       <p class="muted small">
-        Keys are public: they ship inside your {app.kind === "web" ? "pages" : "app"}. To rotate one, add a new key, ship it, then revoke the old one; a revoked key is
-        refused by ingest within a minute.
+        Keys are public: they ship inside your {app.kind === "web" ? "pages" : "app"}. To rotate one, add a new key, ship it, then revoke
+        the old one; a revoked key is refused by ingest within a minute.
       </p>
       <LoadState of={keys} what="the keys" />
       {keys.data && (
@@ -221,9 +241,10 @@ function Forwarding({ app, reload }: { app: AppView; reload?: () => void }) {
   return (
     <Card title="Forwarding secret">
       <p class="small">
-        For a proxied install: when your own server forwards the script's events (the <code>data-api</code> attribute of the script tag), it adds the header{" "}
-        <code>X-Sextant-Forwarding-Secret</code> with this secret and appends the visitor's address to <code>X-Forwarded-For</code>. Only with a valid secret does
-        Sextant use the forwarded address (the last entry) instead of your server's. Keep it on the server: never put it in a page.
+        For a proxied install: when your own server forwards the script's events (the <code>data-api</code> attribute of the script tag), it
+        adds the header <code>X-Sextant-Forwarding-Secret</code> with this secret and appends the visitor's address to{" "}
+        <code>X-Forwarded-For</code>. Only with a valid secret does Sextant use the forwarded address (the last entry) instead of your
+        server's. Keep it on the server: never put it in a page.
       </p>
       <p class="small muted">{app.has_forwarding_secret ? "A secret is set." : "No secret yet."}</p>
       {secret && (
@@ -232,7 +253,12 @@ function Forwarding({ app, reload }: { app: AppView; reload?: () => void }) {
         </ShownOnce>
       )}
       {app.has_forwarding_secret && !secret ? (
-        <ConfirmButton label="Issue a new secret" question="The current secret stops working at once." confirmLabel="Yes, issue a new one" onConfirm={issue} />
+        <ConfirmButton
+          label="Issue a new secret"
+          question="The current secret stops working at once."
+          confirmLabel="Yes, issue a new one"
+          onConfirm={issue}
+        />
       ) : (
         !secret && (
           <button type="button" disabled={a.busy} onClick={issue}>
@@ -253,8 +279,8 @@ function ShareLinks({ app }: { app: AppView }) {
   return (
     <Card title="Share links">
       <p class="muted small">
-        A read-only link to this {app.kind === "web" ? "site" : "app"}'s statistics for people outside the org: they see its numbers and nothing else (no
-        settings, no org, no other app). Revoking a link stops it at once.
+        A read-only link to this {app.kind === "web" ? "site" : "app"}'s statistics for people outside the org: they see its numbers and
+        nothing else (no settings, no org, no other app). Revoking a link stops it at once.
       </p>
       <form
         class="row"
@@ -269,7 +295,13 @@ function ShareLinks({ app }: { app: AppView }) {
       >
         <label class="grow">
           <span>Link name (for this list)</span>
-          <input name="share-name" value={name} maxLength={100} placeholder="Share link" onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+          <input
+            name="share-name"
+            value={name}
+            maxLength={100}
+            placeholder="Share link"
+            onInput={(e) => setName((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" disabled={a.busy}>
           Make a share link
@@ -278,7 +310,8 @@ function ShareLinks({ app }: { app: AppView }) {
       <ActionError action={a} />
       {made && (
         <ShownOnce label={`Link "${made.name}"`} value={made.url}>
-          Copy the link now: it is shown this once only. Whoever holds it can read this {app.kind === "web" ? "site" : "app"}'s statistics until you revoke it.
+          Copy the link now: it is shown this once only. Whoever holds it can read this {app.kind === "web" ? "site" : "app"}'s statistics
+          until you revoke it.
         </ShownOnce>
       )}
       {links.error && <ErrorBox error={links.error} onRetry={links.reload} />}
@@ -357,8 +390,8 @@ function Export({ app }: { app: AppView }) {
   return (
     <Card title="Export">
       <p class="muted small">
-        Every event of this {app.kind === "web" ? "site" : "app"}: time, name, an opaque session, debug flag, every dimension and the properties as JSON; no
-        visitor or device identifier. The download link works without signing in for 7 days.
+        Every event of this {app.kind === "web" ? "site" : "app"}: time, name, an opaque session, debug flag, every dimension and the
+        properties as JSON; no visitor or device identifier. The download link works without signing in for 7 days.
       </p>
       <form
         class="row"
@@ -397,10 +430,19 @@ function Export({ app }: { app: AppView }) {
                 : "waiting to start…"}
             </p>
           )}
-          {job?.state === "failed" && <p class="error">Export #{jobId} failed: {job.error ?? "no reason given"}.</p>}
+          {job?.state === "failed" && (
+            <p class="error">
+              Export #{jobId} failed: {job.error ?? "no reason given"}.
+            </p>
+          )}
           {job?.state === "done" && r?.url && (
             <p>
-              Export #{jobId} is ready: {r.rows !== undefined && <><Num n={r.rows} /> rows, </>}
+              Export #{jobId} is ready:{" "}
+              {r.rows !== undefined && (
+                <>
+                  <Num n={r.rows} /> rows,{" "}
+                </>
+              )}
               {r.bytes !== undefined && <>{(r.bytes / 1024).toFixed(1)} KB, </>}
               {r.format}.{" "}
               {expired ? (
@@ -428,7 +470,8 @@ function DeleteApp({ app, onDeleted }: { app: AppView; onDeleted: (d: { restore_
   return (
     <Card title="Delete">
       <p class="small">
-        Deleting stops its keys at once and hides it from the lists. You can restore it for 7 days; after that it and all its data are purged.
+        Deleting stops its keys at once and hides it from the lists. You can restore it for 7 days; after that it and all its data are
+        purged.
       </p>
       {!open ? (
         <button type="button" class="danger" onClick={() => setOpen(true)}>
@@ -446,7 +489,12 @@ function DeleteApp({ app, onDeleted }: { app: AppView; onDeleted: (d: { restore_
             <span>
               Type its name, <strong>{app.name}</strong>, to confirm
             </span>
-            <input name="confirm-app-name" value={typed} autoComplete="off" onInput={(e) => setTyped((e.target as HTMLInputElement).value)} />
+            <input
+              name="confirm-app-name"
+              value={typed}
+              autoComplete="off"
+              onInput={(e) => setTyped((e.target as HTMLInputElement).value)}
+            />
           </label>
           <div class="row">
             <button type="submit" class="danger" disabled={a.busy || typed !== app.name}>
@@ -472,7 +520,11 @@ function Deleted({ app, restoreUntil, onRestored }: { app: AppView; restoreUntil
           {app.name} is deleted: its keys are refused and it is gone from the lists. You can restore it until {utc(restoreUntil)}.
         </p>
         <div class="row">
-          <button type="button" disabled={a.busy} onClick={() => a.run(() => settingsApi.restoreApp(app.id)).then((ok) => ok && onRestored())}>
+          <button
+            type="button"
+            disabled={a.busy}
+            onClick={() => a.run(() => settingsApi.restoreApp(app.id)).then((ok) => ok && onRestored())}
+          >
             Restore
           </button>
           <a href="/">Back to the apps</a>

@@ -51,8 +51,9 @@ export function SignIn() {
           </p>
         ) : (
           <p>
-            This server has no mail server configured, so the sign-in link for <strong>{email}</strong> was written to the server's log. Whoever runs Sextant finds it
-            there (the line “mail not sent: no SMTP server configured”); open it in this browser within 15 minutes.
+            This server has no mail server configured, so the sign-in link for <strong>{email}</strong> was written to the server's log.
+            Whoever runs Sextant finds it there (the line “mail not sent: no SMTP server configured”); open it in this browser within 15
+            minutes.
           </p>
         )}
         <p>
@@ -70,7 +71,14 @@ export function SignIn() {
       <form onSubmit={submit} class="stack">
         <label>
           Email address
-          <input type="email" name="email" required autocomplete="email" value={email} onInput={(e) => setEmail((e.target as HTMLInputElement).value)} />
+          <input
+            type="email"
+            name="email"
+            required
+            autocomplete="email"
+            value={email}
+            onInput={(e) => setEmail((e.target as HTMLInputElement).value)}
+          />
         </label>
         <button type="submit" disabled={busy}>
           {busy ? "Sending…" : "Send me a sign-in link"}

@@ -8,7 +8,7 @@ import { activity, type UsageData } from "../api-activity.ts";
 import { full, percent } from "../format.ts";
 import { currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
+import { Card, LoadState, Num } from "../parts/ui.tsx";
 import { query } from "../route.ts";
 import { roleAtLeast, type AppViewProps } from "./app.tsx";
 
@@ -41,7 +41,11 @@ export function Usage({ app, role }: AppViewProps) {
   const w = currentWindow();
   const u = useLoad(() => activity.usage(app.id, w.from, w.to), [app.id, w.from, w.to]);
   const q = query.value;
-  const unused = [w.filter.length ? "filters" : null, q.get("compare") === "1" ? "the comparison" : null, app.kind === "app" && q.get("debug") === "1" ? "the debug switch" : null].filter(Boolean);
+  const unused = [
+    w.filter.length ? "filters" : null,
+    q.get("compare") === "1" ? "the comparison" : null,
+    app.kind === "app" && q.get("debug") === "1" ? "the debug switch" : null,
+  ].filter(Boolean);
   return (
     <div class="stack">
       {unused.length > 0 && <p class="act-note small">Usage counts every request of the window: {unused.join(", ")} do not apply here.</p>}
@@ -59,7 +63,14 @@ function Quota({ data, orgId, billing }: { data: UsageData; orgId: number; billi
   const level = share >= 1 ? "over" : share >= NEAR ? "near" : "ok";
   const month = new Date().toISOString().slice(0, 7);
   return (
-    <Card title="The org's quota this month" actions={<span class="badge" data-plan={data.plan}>Plan: {data.plan}</span>}>
+    <Card
+      title="The org's quota this month"
+      actions={
+        <span class="badge" data-plan={data.plan}>
+          Plan: {data.plan}
+        </span>
+      }
+    >
       <p class="quota-figures">
         <span data-used={used}>
           <Num n={used} />
@@ -68,7 +79,8 @@ function Quota({ data, orgId, billing }: { data: UsageData; orgId: number; billi
         <span data-limit={limit}>
           <Num n={limit} />
         </span>{" "}
-        accepted events in {month} (UTC), for every app of the org{limit > 0 ? ` · ${used > 0 && share < 0.001 ? "under 0.1%" : percent(Math.min(share, 9.99))}` : ""}
+        accepted events in {month} (UTC), for every app of the org
+        {limit > 0 ? ` · ${used > 0 && share < 0.001 ? "under 0.1%" : percent(Math.min(share, 9.99))}` : ""}
       </p>
       <div
         class={`quota-bar ${level}`}
@@ -104,12 +116,18 @@ function Quota({ data, orgId, billing }: { data: UsageData; orgId: number; billi
 
 function Outcomes({ data }: { data: UsageData }) {
   // The API's outcomes in the documented order, then any the dashboard does not know yet.
-  const names = [...OUTCOMES.map(([o]) => o).filter((o) => o in data.outcomes), ...Object.keys(data.outcomes).filter((o) => !MEANING.has(o))];
+  const names = [
+    ...OUTCOMES.map(([o]) => o).filter((o) => o in data.outcomes),
+    ...Object.keys(data.outcomes).filter((o) => !MEANING.has(o)),
+  ];
   const seen = names.filter((o) => (data.outcomes[o] ?? 0) > 0);
   const none = names.filter((o) => !(data.outcomes[o]! > 0));
   const total = seen.reduce((a, o) => a + data.outcomes[o]!, 0);
   return (
-    <Card title="Ingest outcomes of this app" actions={<span class="muted small">{data.from === data.to ? data.from : `${data.from} – ${data.to}`} UTC</span>}>
+    <Card
+      title="Ingest outcomes of this app"
+      actions={<span class="muted small">{data.from === data.to ? data.from : `${data.from} – ${data.to}`} UTC</span>}
+    >
       {seen.length === 0 ? (
         <p class="muted">Nothing reached ingest for this app in this range.</p>
       ) : (

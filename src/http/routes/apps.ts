@@ -33,7 +33,6 @@ import { getJob } from "../../domain/jobs.ts";
 import { requestExport } from "../../domain/exports.ts";
 import { createShareLink, listShareLinks, MAX_ACTIVE_SHARE_LINKS, revokeShareLink, sharedApp } from "../../domain/share-links.ts";
 
-
 export function appRoutes(svc: Services, auth: AuthPlugin) {
   const { db } = svc;
   return new Elysia({ name: "sextant/routes/apps", prefix: "/api/v1" })
@@ -155,7 +154,13 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
     .post(
       "/apps/:id/export",
       ({ auth, params, body, status }) => {
-        const started = requestExport(db, auth.actor(), params.id, { format: body?.format ?? "parquet", from: body?.from, to: body?.to }, svc.now());
+        const started = requestExport(
+          db,
+          auth.actor(),
+          params.id,
+          { format: body?.format ?? "parquet", from: body?.from, to: body?.to },
+          svc.now(),
+        );
         svc.kickExports();
         return status(202, started);
       },
@@ -177,11 +182,17 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
     .get("/apps/:id/share-links", ({ auth, params }) => listShareLinks(db, auth.actor(), params.id), {
       params: AppIdParams,
       response: { 200: t.Array(ShareLinkView), ...StdErrors },
-      detail: { summary: "Active share links (never their values)", description: "Admins and owners of the app's org.", tags: ["share links"], ...access("admin") },
+      detail: {
+        summary: "Active share links (never their values)",
+        description: "Admins and owners of the app's org.",
+        tags: ["share links"],
+        ...access("admin"),
+      },
     })
     .post(
       "/apps/:id/share-links",
-      ({ auth, params, body, status }) => status(201, createShareLink(db, auth.actor(), params.id, body?.name, svc.now(), svc.config.publicUrl)),
+      ({ auth, params, body, status }) =>
+        status(201, createShareLink(db, auth.actor(), params.id, body?.name, svc.now(), svc.config.publicUrl)),
       {
         params: AppIdParams,
         body: t.Optional(NewShareLink),
@@ -205,9 +216,17 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
         return noContent();
       },
       {
-        params: t.Object({ id: AppIdParams.properties.id, link_id: t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "Share link id (int64)" }) }),
+        params: t.Object({
+          id: AppIdParams.properties.id,
+          link_id: t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "Share link id (int64)" }),
+        }),
         response: { 204: t.Void(), ...StdErrors },
-        detail: { summary: "Revoke a share link (at once)", description: "Admins and owners of the app's org.", tags: ["share links"], ...access("admin") },
+        detail: {
+          summary: "Revoke a share link (at once)",
+          description: "Admins and owners of the app's org.",
+          tags: ["share links"],
+          ...access("admin"),
+        },
       },
     )
     .get("/share", ({ auth }) => sharedApp(db, auth.share()), {

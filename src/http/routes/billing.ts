@@ -28,26 +28,36 @@ export const BillingView = t.Object(
     }),
     events_per_month: t.Integer({ description: "The plan's monthly events." }),
     grace_until: t.Optional(When("While past due: when the grace period ends and the free plan's limit applies.")),
-    hard_limit_percent: t.Integer({ description: "Events are accepted up to this share of the effective limit in a calendar month, then dropped (over_quota)." }),
+    hard_limit_percent: t.Integer({
+      description: "Events are accepted up to this share of the effective limit in a calendar month, then dropped (over_quota).",
+    }),
     has_billing_account: t.Boolean({ description: "Whether the org has a Stripe customer, so the portal can open." }),
     period_end: t.Optional(When("End of the current paid period, as Stripe last reported it.")),
     plan: t.String({ description: "The plan in force." }),
     plans: t.Array(PlanView),
     status: t.Union([t.Literal("none"), t.Literal("active"), t.Literal("past_due"), t.Literal("canceled")], {
-      description: "none: never subscribed; active: paid (cancel_at set when it will not renew); past_due: a payment failed, grace running or over; canceled: the subscription ended, back on free.",
+      description:
+        "none: never subscribed; active: paid (cancel_at set when it will not renew); past_due: a payment failed, grace running or over; canceled: the subscription ended, back on free.",
     }),
     used_this_month: t.Integer({ description: "Events accepted this UTC calendar month for the whole org: the counter ingest enforces." }),
   },
   { title: "BillingView" },
 );
 
-export const CheckoutRequest = t.Object({ plan: t.String({ description: "Plan id", maxLength: 64 }) }, { title: "CheckoutRequest", additionalProperties: false });
-export const Redirect = t.Object({ url: t.String({ description: "The payment provider's page; send the browser there." }) }, { title: "Redirect" });
+export const CheckoutRequest = t.Object(
+  { plan: t.String({ description: "Plan id", maxLength: 64 }) },
+  { title: "CheckoutRequest", additionalProperties: false },
+);
+export const Redirect = t.Object(
+  { url: t.String({ description: "The payment provider's page; send the browser there." }) },
+  { title: "Redirect" },
+);
 const WebhookAnswer = t.Object(
   {
     received: t.Boolean(),
     outcome: t.Union([t.Literal("applied"), t.Literal("duplicate"), t.Literal("stale"), t.Literal("ignored"), t.Literal("unknown_org")], {
-      description: "applied; duplicate (this event id was handled before); stale (older than the newest applied); ignored (a type or subscription we do not act on); unknown_org.",
+      description:
+        "applied; duplicate (this event id was handled before); stale (older than the newest applied); ignored (a type or subscription we do not act on); unknown_org.",
     }),
   },
   { title: "WebhookAnswer" },
@@ -59,11 +69,15 @@ export function billingRoutes(svc: Services, auth: AuthPlugin) {
   const { billing } = svc;
   return new Elysia({ name: "sextant/routes/billing", prefix: "/api/v1" })
     .use(auth)
-    .get("/orgs/:id/billing", ({ auth, params }) => billing.view(auth.actor(), params.id, (org) => svc.ingest.quota.usedThisMonth(org, svc.now())), {
-      params: OrgIdParams,
-      response: { 200: BillingView, ...StdErrors },
-      detail: { summary: "Plan, usage and the plans on offer", description: "Owners and admins.", tags, ...access("admin") },
-    })
+    .get(
+      "/orgs/:id/billing",
+      ({ auth, params }) => billing.view(auth.actor(), params.id, (org) => svc.ingest.quota.usedThisMonth(org, svc.now())),
+      {
+        params: OrgIdParams,
+        response: { 200: BillingView, ...StdErrors },
+        detail: { summary: "Plan, usage and the plans on offer", description: "Owners and admins.", tags, ...access("admin") },
+      },
+    )
     .post("/orgs/:id/billing/checkout", ({ auth, params, body }) => billing.checkout(auth.user(), params.id, body.plan), {
       params: OrgIdParams,
       body: CheckoutRequest,

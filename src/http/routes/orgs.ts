@@ -40,7 +40,6 @@ import { mailFailure } from "../../domain/errors.ts";
 import { classifyMailFailure } from "../../infra/mail.ts";
 import { createToken, listTokens, revokeToken } from "../../domain/tokens.ts";
 
-
 export function orgRoutes(svc: Services, auth: AuthPlugin) {
   const { db } = svc;
   const invitationLimits = new InvitationLimits();
@@ -73,7 +72,8 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
         response: { 204: t.Void(), ...StdErrors, 502: ErrorBody, 503: ErrorBody },
         detail: {
           summary: "Delete an org",
-          description: "Owners only; `confirm` must equal the org's name. Every app stops at once; data is purged within minutes. A Stripe subscription is canceled at once (503 when Stripe cannot be reached: nothing is deleted).",
+          description:
+            "Owners only; `confirm` must equal the org's name. Every app stops at once; data is purged within minutes. A Stripe subscription is canceled at once (503 when Stripe cannot be reached: nothing is deleted).",
           tags: ["orgs"],
           ...access("owner"),
         },
@@ -129,7 +129,14 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
         const created = createInvitation(db, auth.actor(), params.id, body.email, body.role, svc.now(), invitationLimits);
         const { invitation, token } = created;
         const link = `${svc.config.publicUrl}/invitations/accept?token=${token}`;
-        const mail = invitationMail({ inviter: created.inviterEmail, email: invitation.email, orgName: created.orgName, role: invitation.role, expiresAt: created.expiresAt, link });
+        const mail = invitationMail({
+          inviter: created.inviterEmail,
+          email: invitation.email,
+          orgName: created.orgName,
+          role: invitation.role,
+          expiresAt: created.expiresAt,
+          link,
+        });
         try {
           await svc.mailer.send({ to: invitation.email, ...mail, link });
         } catch (e) {
@@ -146,8 +153,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
         response: { 201: InvitationView, ...StdErrors, 503: ErrorBody },
         detail: {
           summary: "Invite by mail",
-          description:
-            `Mails a link {public_url}/invitations/accept?token=TOKEN valid 7 days. Inviting the same address again replaces the earlier invitation. Only an owner may invite an owner. At most ${INVITATION_LIMITS.perOrg.label}, ${INVITATION_LIMITS.perInviter.label}, ${INVITATION_LIMITS.perAddress.label} (429 rate_limited with Retry-After past one). 400 address_refused when the mail server refuses the address; 503 mail_unavailable with Retry-After when it cannot take the message.`,
+          description: `Mails a link {public_url}/invitations/accept?token=TOKEN valid 7 days. Inviting the same address again replaces the earlier invitation. Only an owner may invite an owner. At most ${INVITATION_LIMITS.perOrg.label}, ${INVITATION_LIMITS.perInviter.label}, ${INVITATION_LIMITS.perAddress.label} (429 rate_limited with Retry-After past one). 400 address_refused when the mail server refuses the address; 503 mail_unavailable with Retry-After when it cannot take the message.`,
           tags: ["invitations"],
           ...access("admin"),
         },
@@ -171,30 +177,38 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
       response: { 200: InvitationInfo, 400: ErrorBody, 404: ErrorBody, 429: ErrorBody },
       detail: { summary: "What an invitation link is for", tags: ["invitations"], ...access("public") },
     })
-    .post("/invitations/accept", ({ auth, body, request }) => {
-      const { userId } = auth.user();
-      return svc.guard.run(request, () => acceptInvitation(db, userId, body.token, svc.now()));
-    }, {
-      body: AcceptInvitation,
-      response: { 200: Joined, ...StdErrors },
-      detail: {
-        summary: "Accept an invitation",
-        description: "The signed-in address must equal the invited one; otherwise, and when used or expired, 404.",
-        tags: ["invitations"],
-        ...access("session"),
+    .post(
+      "/invitations/accept",
+      ({ auth, body, request }) => {
+        const { userId } = auth.user();
+        return svc.guard.run(request, () => acceptInvitation(db, userId, body.token, svc.now()));
       },
-    })
+      {
+        body: AcceptInvitation,
+        response: { 200: Joined, ...StdErrors },
+        detail: {
+          summary: "Accept an invitation",
+          description: "The signed-in address must equal the invited one; otherwise, and when used or expired, 404.",
+          tags: ["invitations"],
+          ...access("session"),
+        },
+      },
+    )
     .get("/orgs/:id/tokens", ({ auth, params }) => listTokens(db, auth.actor(), params.id), {
       params: OrgIdParams,
       response: { 200: t.Array(TokenView), ...StdErrors },
       detail: { summary: "API tokens (never their values)", tags: ["tokens"], ...access("admin") },
     })
-    .post("/orgs/:id/tokens", ({ auth, params, body, status }) => status(201, createToken(db, auth.actor(), params.id, body.name, svc.now())), {
-      params: OrgIdParams,
-      body: NewToken,
-      response: { 201: CreatedToken, ...StdErrors },
-      detail: { summary: "Create a read-only API token (value shown once)", tags: ["tokens"], ...access("admin") },
-    })
+    .post(
+      "/orgs/:id/tokens",
+      ({ auth, params, body, status }) => status(201, createToken(db, auth.actor(), params.id, body.name, svc.now())),
+      {
+        params: OrgIdParams,
+        body: NewToken,
+        response: { 201: CreatedToken, ...StdErrors },
+        detail: { summary: "Create a read-only API token (value shown once)", tags: ["tokens"], ...access("admin") },
+      },
+    )
     .delete(
       "/orgs/:id/tokens/:token_id",
       ({ auth, params }) => {

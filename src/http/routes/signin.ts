@@ -78,7 +78,10 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
       },
       // 403: an API token (session_required), or the cookie without X-Requested-With (csrf);
       // 429: a client past its allowance of wrong API tokens.
-      { response: { 204: t.Void(), 401: ErrorBody, 403: ErrorBody, 429: ErrorBody }, detail: { summary: "End this session", tags, ...access("session") } },
+      {
+        response: { 204: t.Void(), 401: ErrorBody, 403: ErrorBody, 429: ErrorBody },
+        detail: { summary: "End this session", tags, ...access("session") },
+      },
     )
     .get(
       "/me",
@@ -87,7 +90,10 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         const user = getUser(svc.db, me.userId)!;
         return { user: userView(user), orgs: orgsOfUser(svc.db, me.userId) as (typeof Me.static)["orgs"] };
       },
-      { response: { 200: Me, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody }, detail: { summary: "Who is signed in, their orgs and roles", tags, ...access("session") } },
+      {
+        response: { 200: Me, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody },
+        detail: { summary: "Who is signed in, their orgs and roles", tags, ...access("session") },
+      },
     )
     .get(
       "/me/sessions",
@@ -95,7 +101,10 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         const me = auth.user();
         return listSessions(svc.db, me.userId, me.sessionId, svc.now());
       },
-      { response: { 200: t.Array(SessionInfo), 401: ErrorBody, 403: ErrorBody, 429: ErrorBody }, detail: { summary: "Active sessions", tags, ...access("session") } },
+      {
+        response: { 200: t.Array(SessionInfo), 401: ErrorBody, 403: ErrorBody, 429: ErrorBody },
+        detail: { summary: "Active sessions", tags, ...access("session") },
+      },
     )
     .delete(
       "/me/sessions/:id",

@@ -11,23 +11,10 @@ import { resolveWindow } from "../../query/window.ts";
 import { OUTCOMES } from "../../model/outcomes.ts";
 import { ErrorBody } from "../models.ts";
 import type { Actor } from "../../domain/roles.ts";
-import { DomainError, invalid } from "../../model/errors.ts";
-import type { QueryName } from "../../infra/metrics.ts";
+import { invalid } from "../../model/errors.ts";
 import { checkFunnel } from "../../domain/funnels.ts";
 import { DIMENSIONS, isDimension } from "../../model/dimensions.ts";
-import { QueryRunner } from "../../query/runner.ts";
-import type { QueryContext } from "../../query/context.ts";
-import type { Work } from "../../query/work.ts";
-import { parseFilters } from "../../query/scan.ts";
-import { period, previousWindow } from "../../query/ops/overview.ts";
-import { breakdown } from "../../query/ops/breakdown.ts";
-import { eventsList } from "../../query/ops/events.ts";
-import { eventDetail } from "../../query/ops/event-detail.ts";
-import { funnel } from "../../query/ops/funnel.ts";
-import { heatmap } from "../../query/ops/heatmap.ts";
-import { live } from "../../query/ops/live.ts";
-import { paths } from "../../query/ops/paths.ts";
-import { sessionsList, timeline } from "../../query/ops/sessions.ts";
+import type { StatsApp } from "../../query/stats-engine.ts";
 import {
   Breakdown,
   BreakdownQuery,
@@ -58,7 +45,9 @@ export const Usage = t.Object(
     events_per_month: t.Integer({ description: "The org's plan limit." }),
     from: t.String(),
     to: t.String(),
-    org_events_this_month: t.Integer({ description: "Accepted events this UTC calendar month for the whole org (the quota counts per org)." }),
+    org_events_this_month: t.Integer({
+      description: "Accepted events this UTC calendar month for the whole org (the quota counts per org).",
+    }),
     outcomes: t.Record(t.String(), t.Integer(), {
       description: `Ingest outcomes of this app over the window, by outcome: ${OUTCOMES.join(", ")}. Outcomes that did not occur are 0.`,
     }),
@@ -67,68 +56,35 @@ export const Usage = t.Object(
   { title: "Usage" },
 );
 
-const SESSION_FILTERS = ["platform", "country", "os_name", "app_version"] as const;
-
 export function statsRoutes(svc: Services, auth: AuthPlugin) {
-  const runner = new QueryRunner({ store: svc.store, now: svc.now, budgetMs: svc.config.queryBudgetMs, maxWaiting: svc.config.queryQueue });
-  /** Loads the app for the caller, the window and filters, then runs `fn` through the runner. */
-  const stats = async <T>(
-    actor: Actor,
-    appId: number,
-    endpoint: QueryName,
-    query: { from?: string; to?: string; filter?: string[]; debug?: boolean },
-    extra: unknown,
-    fn: (q: QueryContext) => Work<T>,
-    opts: { cache?: boolean; allowedFilters?: readonly string[] } = {},
-  ): Promise<T> => {
+  const stats = svc.stats;
+  /** Loads the app for the caller (a viewer at least), then asks the engine. */
+  const ask = async <T>(actor: Actor, appId: number, answer: (app: StatsApp) => Promise<T>): Promise<T> => {
     const { app } = requireApp(svc.db, actor, appId, "viewer");
-    const window = resolveWindow(query.from, query.to, svc.now());
-    const filters = parseFilters(query.filter, opts.allowedFilters);
-    const key = opts.cache === false ? null : JSON.stringify([app.id, endpoint, window.from, window.to, query.debug ?? false, filters.map((f) => [f.dim, [...f.values].sort()]).sort(), extra]);
-    // Timed from here (the runner's wait, decodes and run; cached answers too) for GET /metrics.
-    const m = svc.metrics.queries[endpoint];
-    const t0 = performance.now();
-    try {
-      return await runner.run(key, (budget, reader) => fn(runner.context(app.id, app.kind, window, query.debug === true, filters, budget, reader)));
-    } catch (e) {
-      if (e instanceof DomainError && e.kind === "too_heavy") m.refused["422"]++;
-      else if (e instanceof DomainError && e.kind === "unavailable") m.refused["503"]++;
-      throw e;
-    } finally {
-      m.latency.observe((performance.now() - t0) / 1000);
-    }
+    return answer(app);
   };
   const tags = ["stats"];
   return new Elysia({ name: "sextant/routes/stats", prefix: "/api/v1" })
     .use(auth)
-    .get(
-      "/apps/:id/overview",
-      ({ auth, params, query }) =>
-        stats(auth.actor(), params.id, "overview", query, query.compare ?? null, function* (q) {
-          return {
-            current: yield* period(q),
-            previous: query.compare === "previous" ? yield* period({ ...q, window: previousWindow(q.window) }) : null,
-            sampled: false,
-            source: q.filters.length ? ("events" as const) : ("daily_totals" as const),
-          };
-        }),
-      {
-        params: AppIdParams,
-        query: OverviewQuery,
-        response: { 200: Overview, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-        detail: { summary: "Daily series and totals", description: "source is daily_totals (rollups) when unfiltered, events when filtered.", tags, ...access("viewer", { share: true }) },
+    .get("/apps/:id/overview", ({ auth, params, query }) => ask(auth.actor(), params.id, (app) => stats.overview(app, query)), {
+      params: AppIdParams,
+      query: OverviewQuery,
+      response: { 200: Overview, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
+      detail: {
+        summary: "Daily series and totals",
+        description: "source is daily_totals (rollups) when unfiltered, events when filtered.",
+        tags,
+        ...access("viewer", { share: true }),
       },
-    )
+    })
     .get(
       "/apps/:id/breakdown",
       ({ auth, params, query }) => {
         // Required by the schema.
         const dimension = String(query.dimension);
-        if (!isDimension(dimension)) throw invalid("unknown_dimension", `Unknown dimension ${JSON.stringify(dimension)}; known: ${DIMENSIONS.join(", ")}, prop:KEY.`);
-        const metric = query.metric ?? "events";
-        return stats(auth.actor(), params.id, "breakdown", query, [dimension, metric, query.limit ?? 10], function* (q) {
-          return { ...(yield* breakdown(q, dimension, metric, query.limit ?? 10)), sampled: false, source: "events" };
-        });
+        if (!isDimension(dimension))
+          throw invalid("unknown_dimension", `Unknown dimension ${JSON.stringify(dimension)}; known: ${DIMENSIONS.join(", ")}, prop:KEY.`);
+        return ask(auth.actor(), params.id, (app) => stats.breakdown(app, { ...query, dimension }));
       },
       {
         params: AppIdParams,
@@ -137,7 +93,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         detail: { summary: "Top values of one dimension", tags, ...access("viewer", { share: true }) },
       },
     )
-    .get("/apps/:id/events", ({ auth, params, query }) => stats(auth.actor(), params.id, "events", query, query.limit ?? 50, (q) => eventsList(q, query.limit ?? 50)), {
+    .get("/apps/:id/events", ({ auth, params, query }) => ask(auth.actor(), params.id, (app) => stats.events(app, query)), {
       params: AppIdParams,
       query: EventsQuery,
       response: { 200: EventsList, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
@@ -147,20 +103,24 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
       "/apps/:id/events/:name",
       ({ auth, params, query }) => {
         if (query.by && !isDimension(query.by)) throw invalid("unknown_dimension", `Unknown dimension ${JSON.stringify(query.by)}.`);
-        return stats(auth.actor(), params.id, "event", query, [params.name, query.property ?? null, query.by ?? null], (q) => eventDetail(q, params.name, query.property, query.by));
+        return ask(auth.actor(), params.id, (app) => stats.eventDetail(app, params.name, query));
       },
       {
         params: t.Object({ id: AppIdParams.properties.id, name: EventNameParam }),
         query: EventDetailQuery,
         response: { 200: EventDetail, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-        detail: { summary: "One event: trend, text property values, number property statistics", tags, ...access("viewer", { share: true }) },
+        detail: {
+          summary: "One event: trend, text property values, number property statistics",
+          tags,
+          ...access("viewer", { share: true }),
+        },
       },
     )
     .post(
       "/apps/:id/funnel",
       ({ auth, params, query, body }) => {
         const f = checkFunnel(body.steps, body.window_seconds, body.breakdown);
-        return stats(auth.actor(), params.id, "funnel", query, f, (q) => funnel(q, f.steps, f.window_seconds, f.breakdown));
+        return ask(auth.actor(), params.id, (app) => stats.funnel(app, f, query));
       },
       {
         params: AppIdParams,
@@ -175,13 +135,13 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         },
       },
     )
-    .get("/apps/:id/heatmap", ({ auth, params, query }) => stats(auth.actor(), params.id, "heatmap", query, null, (q) => heatmap(q)), {
+    .get("/apps/:id/heatmap", ({ auth, params, query }) => ask(auth.actor(), params.id, (app) => stats.heatmap(app, query)), {
       params: AppIdParams,
       query: WindowQuery,
       response: { 200: Heatmap, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
       detail: { summary: "Sessions by weekday and hour (UTC)", tags, ...access("viewer", { share: true }) },
     })
-    .get("/apps/:id/live", ({ auth, params, query }) => stats(auth.actor(), params.id, "live", query, null, (q) => live(q), { cache: false }), {
+    .get("/apps/:id/live", ({ auth, params, query }) => ask(auth.actor(), params.id, (app) => stats.live(app, query)), {
       params: AppIdParams,
       query: LiveQuery,
       response: { 200: Live, ...StdErrors, 503: ErrorBody },
@@ -192,27 +152,31 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         ...access("viewer", { share: true }),
       },
     })
-    .post("/apps/:id/paths", ({ auth, params, query, body }) => stats(auth.actor(), params.id, "paths", query, body.after, (q) => paths(q, body.after)), {
-      params: AppIdParams,
-      query: WindowQuery,
-      body: PathsRequest,
-      response: { 200: Paths, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-      detail: { summary: "What follows an event within a session", tags, ...access("viewer", { readOnly: true, share: true }) },
-    })
-    .get(
-      "/apps/:id/sessions",
-      ({ auth, params, query }) =>
-        stats(auth.actor(), params.id, "sessions", query, query.limit ?? 50, (q) => sessionsList(q, query.limit ?? 50), { allowedFilters: SESSION_FILTERS }),
+    .post(
+      "/apps/:id/paths",
+      ({ auth, params, query, body }) => ask(auth.actor(), params.id, (app) => stats.paths(app, body.after, query)),
       {
         params: AppIdParams,
-        query: SessionsQuery,
-        response: { 200: Sessions, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-        detail: { summary: "Recent sessions and window statistics", description: "filter: platform, country, os_name, app_version only.", tags, ...access("viewer", { share: true }) },
+        query: WindowQuery,
+        body: PathsRequest,
+        response: { 200: Paths, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
+        detail: { summary: "What follows an event within a session", tags, ...access("viewer", { readOnly: true, share: true }) },
       },
     )
+    .get("/apps/:id/sessions", ({ auth, params, query }) => ask(auth.actor(), params.id, (app) => stats.sessions(app, query)), {
+      params: AppIdParams,
+      query: SessionsQuery,
+      response: { 200: Sessions, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
+      detail: {
+        summary: "Recent sessions and window statistics",
+        description: "filter: platform, country, os_name, app_version only.",
+        tags,
+        ...access("viewer", { share: true }),
+      },
+    })
     .get(
       "/apps/:id/sessions/:session_id",
-      ({ auth, params, query }) => stats(auth.actor(), params.id, "timeline", query, params.session_id, (q) => timeline(q, params.session_id)),
+      ({ auth, params, query }) => ask(auth.actor(), params.id, (app) => stats.timeline(app, params.session_id, query)),
       {
         params: t.Object({ id: AppIdParams.properties.id, session_id: t.String({ maxLength: 40 }) }),
         query: TimelineQuery,

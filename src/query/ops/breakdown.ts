@@ -6,15 +6,14 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
 import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValues, scanSteps } from "../scan.ts";
 import type { Work } from "../work.ts";
-import { CTX_DIMS, type CtxDim } from "../../store/chunk.ts";
-import { collectSessions, DAY_MS } from "../sessions.ts";
+import { collectSessions } from "../session-fold.ts";
+import { DAY_MS } from "../../util/time.ts";
 import { PROP_PREFIX } from "../../model/dimensions.ts";
 import type { Chunk } from "../../store/chunk.ts";
 import { DistinctPairs } from "../distinct-pairs.ts";
+import type { BreakdownMetric, BreakdownRows } from "../stats-engine.ts";
 
-export type Metric = "events" | "sessions" | "users";
-
-export function* breakdown(q: QueryContext, dimension: string, metric: Metric, limit: number): Work<{ dimension: string; metric: Metric; rows: { value: string; count: number }[] }> {
+export function* breakdown(q: QueryContext, dimension: string, metric: BreakdownMetric, limit: number): Work<BreakdownRows> {
   const { startMs, endMs } = q.window;
   // users: a set of visitors per day of the window (numbers, not strings: this runs per row).
   const counts = new Map<string, { events: number; sessions: Set<number>; users: Set<number>[] }>();
@@ -32,10 +31,12 @@ export function* breakdown(q: QueryContext, dimension: string, metric: Metric, l
   const distinctCounts = new Map<string, number>();
   const opts = yield* scanOptions(q, startMs, endMs);
   if (dimension === "entry" || dimension === "exit") {
-    const sessions = yield* collectSessions(q.chunks(startMs, endMs), opts);
+    const folded = yield* collectSessions(q.chunks(startMs, endMs), opts);
     const where = new Map<number, string>();
-    for (let k = 0; k < sessions.n; k++) where.set(sessions.id[k]!, sessions.place(k, dimension));
-    yield* scanSteps(q.chunks(startMs, endMs), opts, (c, i, x) => bump(where.get(c.session[x]!) ?? "", c.session[x]!, c.visitor[x]!, c.ts[i]!));
+    for (let k = 0; k < folded.n; k++) where.set(folded.id[k]!, folded.place(k, dimension));
+    yield* scanSteps(q.chunks(startMs, endMs), opts, (c, i, x) =>
+      bump(where.get(c.session[x]!) ?? "", c.session[x]!, c.visitor[x]!, c.ts[i]!),
+    );
   } else if (dimension.startsWith(PROP_PREFIX)) {
     const key = dimension.slice(PROP_PREFIX.length);
     const props = new Map<Chunk, (string | undefined)[]>();
@@ -60,9 +61,9 @@ export function* breakdown(q: QueryContext, dimension: string, metric: Metric, l
     const chunks = q.chunks(startMs, endMs);
     for (const c of chunks) {
       const r = codeReader(c, dimension)!;
-      if (metric === "events" && (CTX_DIMS as readonly string[]).includes(dimension)) {
+      if (metric === "events" && r.perContext) {
         // A dimension held per context: events per context, then per code.
-        const codes = c.dims[dimension as CtxDim];
+        const codes = r.perContext;
         const whole = countCodesWhole(c, opts, codes, r.values.length);
         if (whole) addEvents(whole, r.values);
         else {
@@ -91,7 +92,10 @@ export function* breakdown(q: QueryContext, dimension: string, metric: Metric, l
   }
   const usersOf = (e: { users: Set<number>[] }) => e.users.reduce((a, set) => a + (set ? set.size : 0), 0);
   const rows = [
-    ...[...counts].map(([value, e]) => ({ value, count: metric === "events" ? e.events : metric === "sessions" ? e.sessions.size : usersOf(e) })),
+    ...[...counts].map(([value, e]) => ({
+      value,
+      count: metric === "events" ? e.events : metric === "sessions" ? e.sessions.size : usersOf(e),
+    })),
     ...[...distinctCounts].map(([value, count]) => ({ value, count })),
   ];
   rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));

@@ -5,11 +5,19 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
 import { codeReader, overlapsAnother, scanSteps } from "../scan.ts";
 import type { Work } from "../work.ts";
-import { DAY_MS, median } from "../sessions.ts";
+import { DAY_MS } from "../../util/time.ts";
 import { denseVisitors } from "../id-index.ts";
-import type { Chunk } from "../../store/chunk.ts";
+import { columnsOf, type Chunk } from "../../store/chunk.ts";
+import type { EventDetailAnswer } from "../stats-engine.ts";
 
 export const TOP_VALUES = 10;
+
+function median(xs: number[]): number {
+  if (xs.length === 0) return 0;
+  const s = Float64Array.from(xs).sort();
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
 
 function p95(xs: number[]): number {
   if (!xs.length) return 0;
@@ -25,7 +33,14 @@ export function* eventDetail(q: QueryContext, name: string, property: string | u
   // One point per day of the window, found by arithmetic (the window starts at UTC midnight).
   // sessionRuns, userMarks: sessions and users counted without a set, on days held by one
   // chunk only (a compacted day: the common case).
-  const series = windowDays(q).map((d) => ({ day: d, events: 0, sessionRuns: 0, userMarks: 0, sessions: new Set<number>(), users: new Set<number>() }));
+  const series = windowDays(q).map((d) => ({
+    day: d,
+    events: 0,
+    sessionRuns: 0,
+    userMarks: 0,
+    sessions: new Set<number>(),
+    users: new Set<number>(),
+  }));
   const text = new Map<string, Map<string, number>>();
   const nums = new Map<string, number[]>();
   const groups = new Map<string, number[]>();
@@ -106,11 +121,19 @@ export function* eventDetail(q: QueryContext, name: string, property: string | u
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   return {
     name,
-    series: series.map((p) => ({ day: p.day, events: p.events, sessions: p.sessionRuns + p.sessions.size, users: p.userMarks + p.users.size })),
+    series: series.map((p) => ({
+      day: p.day,
+      events: p.events,
+      sessions: p.sessionRuns + p.sessions.size,
+      users: p.userMarks + p.users.size,
+    })),
     string_properties: [...text]
       .map(([key, m]) => ({
         key,
-        values: [...m].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)).slice(0, TOP_VALUES),
+        values: [...m]
+          .map(([value, count]) => ({ value, count }))
+          .sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1))
+          .slice(0, TOP_VALUES),
       }))
       .sort((a, b) => (a.key < b.key ? -1 : 1)),
     number_properties: [...nums]
@@ -128,18 +151,10 @@ export function* eventDetail(q: QueryContext, name: string, property: string | u
   };
 }
 
-interface EventDetailAnswer {
-  name: string;
-  series: { day: string; events: number; sessions: number; users: number }[];
-  string_properties: { key: string; values: { value: string; count: number }[] }[];
-  number_properties: { key: string; count: number; sum: number; mean: number; median: number; p95: number }[];
-  property_by?: { value: string; count: number; median: number; sum: number }[];
-  sampled: false;
-}
-
 function groupReader(c: Chunk, dim: string): (row: number) => string {
   const r = codeReader(c, dim);
-  if (r) return (i) => r.values[r.code(i, c.ctx[i]!)]!;
+  const ctx = columnsOf(c).rowContext;
+  if (r) return (i) => r.values[r.code(i, ctx[i]!)]!;
   if (dim.startsWith("prop:")) {
     const key = dim.slice(5);
     const vals: (string | undefined)[] = new Array(c.n);

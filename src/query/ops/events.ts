@@ -3,11 +3,13 @@
 import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
 import { codeReader, overlapsAnother, scanSteps } from "../scan.ts";
-import { DAY_MS } from "../sessions.ts";
+import { DAY_MS } from "../../util/time.ts";
+import { columnsOf } from "../../store/chunk.ts";
 import { DistinctPairs } from "../distinct-pairs.ts";
 import type { Work } from "../work.ts";
+import type { EventsAnswer } from "../stats-engine.ts";
 
-export function* eventsList(q: QueryContext, limit: number): Work<{ events: { name: string; events: number; users: number; series: number[] }[]; sampled: false }> {
+export function* eventsList(q: QueryContext, limit: number): Work<EventsAnswer> {
   const { startMs, endMs } = q.window;
   const days = windowDays(q).length;
   const opts = yield* scanOptions(q, startMs, endMs);
@@ -18,7 +20,8 @@ export function* eventsList(q: QueryContext, limit: number): Work<{ events: { na
   const chunks = q.chunks(startMs, endMs);
   for (const c of chunks) {
     // Events per (name code, day) of this chunk, in one typed array.
-    const ncodes = c.dicts.name.size;
+    const names = columnsOf(c).column("name");
+    const ncodes = names.values.length;
     const counts = new Float64Array(ncodes * days);
     const name = c.name;
     const ts = c.ts;
@@ -31,7 +34,7 @@ export function* eventsList(q: QueryContext, limit: number): Work<{ events: { na
       let n = 0;
       for (let d = 0; d < days; d++) n += counts[code * days + d]!;
       if (!n) continue;
-      const key = c.dicts.name.values[code]!;
+      const key = names.values[code]!;
       let e = by.get(key);
       if (!e) by.set(key, (e = { events: 0, series: new Array(days).fill(0) }));
       e.events += n;

@@ -8,75 +8,82 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
 import { codeReader, propValues } from "../scan.ts";
 import { walkSessions } from "../session-walk.ts";
-import type { Chunk } from "../../store/chunk.ts";
-import { DAY_MS } from "../sessions.ts";
+import { columnsOf, type Chunk } from "../../store/chunk.ts";
+import { DAY_MS } from "../../util/time.ts";
+import type { Work } from "../work.ts";
+import type { FunnelAnswer } from "../stats-engine.ts";
 
 export const MAX_GROUPS = 20;
 
-export function* funnel(q: QueryContext, steps: string[], windowSeconds: number, breakdown: string | null) {
+export function* funnel(q: QueryContext, steps: string[], windowSeconds: number, breakdown: string | null): Work<FunnelAnswer> {
   const { startMs, endMs } = q.window;
   const w = windowSeconds * 1000;
   // Events of the step names, per session, from the window start to window end + w.
   const filters = [...q.filters.filter((f) => f.dim !== "name"), { dim: "name", values: [...new Set(steps)] }];
   const opts = yield* scanOptions({ ...q, filters }, startMs, endMs + w);
   // Per chunk: which steps each event name is (bit k: steps[k]), and the breakdown reader.
-  // Indexed by the walk's chunk number (a Map lookup per event cost a tenth of the query).
+  // Indexed by the walk's chunk number (a Map lookup per event was a noticeable cost).
   const bitsOf: Uint32Array[] = [];
-  const groupOf = new Map<Chunk, (i: number, x: number) => string>();
+  const groupOf = new Map<Chunk, (i: number) => string>();
   const prepare = (ci: number, c: Chunk) => {
-    const b = (bitsOf[ci] = new Uint32Array(c.dicts.name.size));
+    const names = columnsOf(c).column("name");
+    const b = (bitsOf[ci] = new Uint32Array(names.values.length));
     steps.forEach((name, k) => {
-      const code = c.dicts.name.find(name);
+      const code = names.find(name);
       if (code >= 0) b[code]! |= 1 << k;
     });
   };
   // Without a breakdown: sessions by the number of steps reached (no lookup per session).
   const byReached = new Float64Array(steps.length + 1);
   const groups = new Map<string, number[]>();
-  yield* walkSessions(q.chunks(startMs, endMs + w + DAY_MS), opts, (s, cs) => {
-    const { n, chunk, row } = s;
-    let start = -1;
-    for (let k = 0; k < n; k++) {
-      const c = cs[chunk[k]!]!;
-      const i = row[k]!;
-      if (!(bitsOf[chunk[k]!]![c.name[i]!]! & 1)) continue;
-      const t = c.ts[i]!;
-      if (t >= startMs && t < endMs) {
-        start = k;
-        break;
-      }
-    }
-    if (start < 0) return;
-    const c0 = cs[chunk[start]!]!;
-    const t0 = c0.ts[row[start]!]!;
-    let reached = 1;
-    let at = start;
-    for (let k = 1; k < steps.length; k++) {
-      let found = -1;
-      for (let j = at + 1; j < n; j++) {
-        const c = cs[chunk[j]!]!;
-        const i = row[j]!;
-        if (c.ts[i]! - t0 > w) break;
-        if (bitsOf[chunk[j]!]![c.name[i]!]! & (1 << k)) {
-          found = j;
+  yield* walkSessions(
+    q.chunks(startMs, endMs + w + DAY_MS),
+    opts,
+    (s, cs) => {
+      const { n, chunk, row } = s;
+      let start = -1;
+      for (let k = 0; k < n; k++) {
+        const c = cs[chunk[k]!]!;
+        const i = row[k]!;
+        if (!(bitsOf[chunk[k]!]![c.name[i]!]! & 1)) continue;
+        const t = c.ts[i]!;
+        if (t >= startMs && t < endMs) {
+          start = k;
           break;
         }
       }
-      if (found < 0) break;
-      reached++;
-      at = found;
-    }
-    if (!breakdown) {
-      byReached[reached]!++;
-      return;
-    }
-    let g = groupOf.get(c0);
-    if (!g) groupOf.set(c0, (g = grouper(c0, breakdown)));
-    const i0 = row[start]!;
-    const group = g(i0, c0.ctx[i0]!);
-    const counts = groups.get(group) ?? groups.set(group, new Array(steps.length).fill(0)).get(group)!;
-    for (let k = 0; k < reached; k++) counts[k]!++;
-  }, prepare);
+      if (start < 0) return;
+      const c0 = cs[chunk[start]!]!;
+      const t0 = c0.ts[row[start]!]!;
+      let reached = 1;
+      let at = start;
+      for (let k = 1; k < steps.length; k++) {
+        let found = -1;
+        for (let j = at + 1; j < n; j++) {
+          const c = cs[chunk[j]!]!;
+          const i = row[j]!;
+          if (c.ts[i]! - t0 > w) break;
+          if (bitsOf[chunk[j]!]![c.name[i]!]! & (1 << k)) {
+            found = j;
+            break;
+          }
+        }
+        if (found < 0) break;
+        reached++;
+        at = found;
+      }
+      if (!breakdown) {
+        byReached[reached]!++;
+        return;
+      }
+      let g = groupOf.get(c0);
+      if (!g) groupOf.set(c0, (g = grouper(c0, breakdown)));
+      const group = g(row[start]!);
+      const counts = groups.get(group) ?? groups.set(group, new Array(steps.length).fill(0)).get(group)!;
+      for (let k = 0; k < reached; k++) counts[k]!++;
+    },
+    prepare,
+  );
   if (!breakdown) {
     const counts = new Array(steps.length).fill(0);
     for (let r = 1; r <= steps.length; r++) for (let k = 0; k < r; k++) counts[k] += byReached[r]!;
@@ -92,16 +99,19 @@ export function* funnel(q: QueryContext, steps: string[], windowSeconds: number,
     })),
   }));
   shaped.sort((a, b) => b.steps[0]!.sessions - a.steps[0]!.sessions || (a.group < b.group ? -1 : 1));
-  if (!breakdown && shaped.length === 0) shaped.push({ group: "", steps: steps.map((name) => ({ name, sessions: 0, conversion: 0, step_conversion: 0 })) });
+  if (!breakdown && shaped.length === 0)
+    shaped.push({ group: "", steps: steps.map((name) => ({ name, sessions: 0, conversion: 0, step_conversion: 0 })) });
   return { groups: shaped.slice(0, MAX_GROUPS), more_groups: shaped.length > MAX_GROUPS, sampled: false };
 }
 
 const round = (x: number) => Math.round(x * 10000) / 10000;
 
-function grouper(c: Chunk, dim: string | null): (i: number, x: number) => string {
+/** The group of a row: the breakdown's value there. */
+function grouper(c: Chunk, dim: string | null): (i: number) => string {
   if (!dim) return () => "";
   const r = codeReader(c, dim);
-  if (r) return (i, x) => r.values[r.code(i, x)]!;
+  const ctx = columnsOf(c).rowContext;
+  if (r) return (i) => r.values[r.code(i, ctx[i]!)]!;
   if (dim.startsWith("prop:")) {
     const vals = propValues(c, dim.slice(5));
     return (i) => vals[i] ?? "";

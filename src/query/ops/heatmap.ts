@@ -10,10 +10,10 @@ import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
 import { overlapsAnother, scanSteps } from "../scan.ts";
 import type { Work } from "../work.ts";
+import { HOUR_MS } from "../../util/time.ts";
+import type { HeatmapAnswer } from "../stats-engine.ts";
 
-const HOUR_MS = 3_600_000;
-
-export function* heatmap(q: QueryContext): Work<{ cells: { weekday: number; hour: number; sessions: number }[]; sampled: false }> {
+export function* heatmap(q: QueryContext): Work<HeatmapAnswer> {
   const { startMs, endMs } = q.window;
   const hour0 = Math.floor(startMs / HOUR_MS);
   const hours = Math.floor(endMs / HOUR_MS) - hour0 + 1;

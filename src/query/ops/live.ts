@@ -6,11 +6,13 @@
 import type { QueryContext } from "../context.ts";
 import { countByContext } from "../scan.ts";
 import { LIVE_WINDOW_MS, liveWindowStart } from "../../store/live.ts";
+import { MINUTE_MS } from "../../util/time.ts";
 import type { Work } from "../work.ts";
+import type { LiveAnswer } from "../stats-engine.ts";
 
-export const LIVE_MINUTES = LIVE_WINDOW_MS / 60_000;
+export const LIVE_MINUTES = LIVE_WINDOW_MS / MINUTE_MS;
 
-export function* live(q: QueryContext): Work<{ minutes: number; events: number; sessions: number }> {
+export function* live(q: QueryContext): Work<LiveAnswer> {
   const kept = q.live.read(q.app, q.debug, q.now);
   if (kept) return { minutes: LIVE_MINUTES, ...kept };
   return { minutes: LIVE_MINUTES, ...(yield* liveByScan(q)) };

@@ -3,37 +3,13 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions, windowDays } from "../context.ts";
-import { collectSessions, DAY_MS, durationSeconds, SESSION_STEP } from "../sessions.ts";
+import { collectSessions, durationSeconds, SESSION_STEP } from "../session-fold.ts";
+import { DAY_MS } from "../../util/time.ts";
+import { columnsOf } from "../../store/chunk.ts";
 import { passingRuns, scanSteps } from "../scan.ts";
 import { inRanges, type Work } from "../work.ts";
 import { dayNumber, DurationHistogram } from "../../store/rollups.ts";
-
-export interface DayPoint {
-  day: string;
-  events: number;
-  sessions: number;
-  users: number;
-}
-
-/** The overview's points also carry the day's page views (the dashboard's chart shows them). */
-export interface OverviewPoint extends DayPoint {
-  pageviews: number;
-}
-
-export interface Period {
-  from: string;
-  to: string;
-  series: OverviewPoint[];
-  totals: {
-    events: number;
-    pageviews: number;
-    sessions: number;
-    users: number;
-    bounce_rate: number;
-    events_per_session: number;
-    median_session_seconds: number;
-  };
-}
+import type { Period } from "../stats-engine.ts";
 
 const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
 
@@ -68,7 +44,7 @@ export function* period(q: QueryContext): Work<Period> {
     const visitors = series.map(() => new Set<number>());
     const opts = yield* scanOptions(q, startMs, endMs);
     for (const c of q.chunks(startMs, endMs)) {
-      const pvCode = c.dicts.name.find("pageview");
+      const pvCode = columnsOf(c).column("name").find("pageview");
       const ts = c.ts;
       const name = c.name;
       // A context is one visitor: once added for a day, its later rows that day add nothing.

@@ -5,11 +5,13 @@
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { collectSessions, DAY_MS, durationSeconds, place, SESSION_STEP, type SessionAgg } from "../sessions.ts";
+import { collectSessions, durationSeconds, place, SESSION_STEP, type SessionRecord } from "../session-fold.ts";
+import { DAY_MS } from "../../util/time.ts";
 import { DurationHistogram } from "../../store/rollups.ts";
 import { scanSteps } from "../scan.ts";
-import { inRanges } from "../work.ts";
-import { CTX_DIMS } from "../../store/chunk.ts";
+import { inRanges, type Work } from "../work.ts";
+import type { SessionsAnswer, TimelineEvent } from "../stats-engine.ts";
+import { columnsOf, type Chunk, type CtxDim, type StringColumn } from "../../store/chunk.ts";
 import { invalid } from "../../model/errors.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -24,13 +26,14 @@ export function parseSessionId(id: string): { start: number; hash: number } {
   return { start: parseInt(m[1]!, 36) * 1000, hash: parseInt(m[2]!, 16) };
 }
 
-function dim(s: SessionAgg, name: (typeof CTX_DIMS)[number]): string {
-  const c = s.fc;
-  const i = s.fi;
-  return c.dicts[name].values[c.dims[name][c.ctx[i]!]!]!;
+/** A context dimension's value at the session's first event. */
+function dim(s: SessionRecord, name: CtxDim): string {
+  const columns = columnsOf(s.fc);
+  const column = columns.column(name);
+  return column.values[column.codes[columns.rowContext[s.fi]!]!]!;
 }
 
-export function* sessionsList(q: QueryContext, limit: number) {
+export function* sessionsList(q: QueryContext, limit: number): Work<SessionsAnswer> {
   const { startMs, endMs } = q.window;
   // Sessions that start in the window, with their events up to a day after it.
   const all = yield* collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), yield* scanOptions(q, startMs - DAY_MS, endMs + DAY_MS));
@@ -63,9 +66,9 @@ export function* sessionsList(q: QueryContext, limit: number) {
       }
     }
   };
-  // A month holds millions of sessions: in one piece this pass held the event loop for
-  // 18 ms (bench/query.ts, 10 M events). The loop is in a plain function: in the
-  // generator's body the engine optimizes it less.
+  // A month holds millions of sessions: in one piece this pass would hold the event loop
+  // too long, so it goes in ranges. The loop is in a plain function: in the generator's
+  // body the engine optimizes it less.
   yield* inRanges(all.n, SESSION_STEP, pass);
   top.sort(newer);
   const inWindow = top.slice(0, limit).map((k) => all.get(k));
@@ -94,14 +97,24 @@ export function* sessionsList(q: QueryContext, limit: number) {
   };
 }
 
-export function* timeline(q: QueryContext, id: string) {
+export function* timeline(q: QueryContext, id: string): Work<TimelineEvent[]> {
   const { start, hash } = parseSessionId(id);
   const startMs = start - DAY_MS;
   const endMs = start + 2 * DAY_MS;
-  const out: { ts: number; seq: number; ev: { name: string; ts: string; pathname: string; screen: string; properties: Record<string, string | number> } }[] = [];
+  const out: { ts: number; seq: number; ev: TimelineEvent }[] = [];
   let seq = 0;
+  // The name and pathname columns of the chunk being scanned, taken when the chunk changes.
+  let chunk: Chunk | null = null;
+  let names: StringColumn;
+  let pathnames: StringColumn;
   yield* scanSteps(q.chunks(startMs, endMs), { startMs, endMs, debug: q.debug, filters: [] }, (c, i, x) => {
     if (c.session[x] !== hash) return;
+    if (c !== chunk) {
+      const columns = columnsOf(c);
+      names = columns.column("name");
+      pathnames = columns.column("pathname");
+      chunk = c;
+    }
     const properties: Record<string, string | number> = {};
     for (const [k, p] of c.sp) {
       const j = find(p.rows, p.n, i);
@@ -114,7 +127,13 @@ export function* timeline(q: QueryContext, id: string) {
     out.push({
       ts: c.ts[i]!,
       seq: seq++,
-      ev: { name: c.dicts.name.values[c.name[i]!]!, ts: iso(c.ts[i]!), pathname: c.dicts.pathname.values[c.pathname[i]!]!, screen: typeof properties.screen === "string" ? properties.screen : "", properties },
+      ev: {
+        name: names.values[names.codes[i]!]!,
+        ts: iso(c.ts[i]!),
+        pathname: pathnames.values[pathnames.codes[i]!]!,
+        screen: typeof properties.screen === "string" ? properties.screen : "",
+        properties,
+      },
     });
   });
   out.sort((a, b) => a.ts - b.ts || a.seq - b.seq);

@@ -1,16 +1,14 @@
-// Sessions built from the rows a scan passes: first and last event, counts, visitor, and
+// Sessions folded from the rows a scan passes: first and last event, counts, visitor, and
 // where they start and end (entry/exit: the first and last page for web, the `screen`
 // property of the first and last event for apps).
 
-import { derive, type Chunk } from "../store/chunk.ts";
+import { columnsOf, derive, type Chunk, type StringColumn } from "../store/chunk.ts";
 import { passingRuns, scan, type ScanOptions } from "./scan.ts";
 import type { Work } from "./work.ts";
 import { NumberMap } from "../structs/number-map.ts";
 
-export const DAY_MS = 86_400_000;
-
 /** One session, as the few callers that hold sessions one by one see it. */
-export interface SessionAgg {
+export interface SessionRecord {
   id: number;
   first: number;
   last: number;
@@ -36,9 +34,11 @@ export interface SessionAgg {
  * session cost more than the rest of the walk (a million sessions a second query).
  * Chunks are held by index into `chunks`; -1 means no pageview.
  */
-export class Sessions {
+export class SessionColumns {
   n = 0;
   chunks: Chunk[] = [];
+  /** Each chunk's pathname column, by the same index: entry and exit pages. */
+  pathnames: StringColumn[] = [];
   id = new Float64Array(1024);
   first = new Float64Array(1024);
   last = new Float64Array(1024);
@@ -83,7 +83,7 @@ export class Sessions {
     return this.events[k]! <= 1 && this.pageviews[k]! <= 1;
   }
 
-  get(k: number): SessionAgg {
+  get(k: number): SessionRecord {
     const ch = this.chunks;
     return {
       id: this.id[k]!,
@@ -103,8 +103,12 @@ export class Sessions {
     };
   }
 
+  /** Entry or exit of session k (place), read by index: no record built per session. */
   place(k: number, which: "entry" | "exit"): string {
-    return place(this.get(k), which);
+    const entry = which === "entry";
+    const pc = entry ? this.fpc[k]! : this.lpc[k]!;
+    if (pc >= 0) return pageAt(this.pathnames[pc]!, entry ? this.fpi[k]! : this.lpi[k]!);
+    return screenAt(this.chunks[entry ? this.fc[k]! : this.lc[k]!]!, entry ? this.fi[k]! : this.li[k]!);
   }
 }
 
@@ -130,12 +134,12 @@ interface Folded extends Folds {
  * The merge goes through the session ids in buckets of a few thousand: a partition holds
  * its contexts in session order, so each chunk gives a bucket one stretch of entries, and
  * the index of session ids stays small enough to sit in cache. One index over all sessions
- * cost a cache miss per context (about 250 ns; the largest part of a sessions query).
+ * cost a cache miss per context, the largest part of a sessions query.
  */
-export function* collectSessions(chunks: Chunk[], o: ScanOptions): Work<Sessions> {
+export function* collectSessions(chunks: Chunk[], o: ScanOptions): Work<SessionColumns> {
   // The loops are in plain functions: inside a generator's body the engine optimizes them
-  // less (a sessions query took up to twice as long with them there).
-  const out = new Sessions();
+  // less.
+  const out = new SessionColumns();
   const parts: Folded[] = [];
   const ids = { lo: Infinity, hi: -Infinity, total: 0 };
   for (const c of chunks) {
@@ -173,7 +177,7 @@ export function* collectSessions(chunks: Chunk[], o: ScanOptions): Work<Sessions
 }
 
 /** Adds a chunk's folds to the walk, widening the range of session ids seen. */
-function addFolds(out: Sessions, parts: Folded[], ids: { lo: number; hi: number; total: number }, c: Chunk, f: Folds): void {
+function addFolds(out: SessionColumns, parts: Folded[], ids: { lo: number; hi: number; total: number }, c: Chunk, f: Folds): void {
   const n = f.n;
   if (!n) return;
   const session = c.session;
@@ -190,6 +194,7 @@ function addFolds(out: Sessions, parts: Folded[], ids: { lo: number; hi: number;
     }
   }
   ids.total += n;
+  out.pathnames.push(columnsOf(c).column("pathname"));
   parts.push({ c, ci: out.chunks.push(c) - 1, ...f, order: identity(n), pos: 0 });
 }
 
@@ -206,7 +211,7 @@ function bucketOrder(p: Folded, buckets: number, bucketOf: (id: number) => numbe
 }
 
 /** Merges every chunk's entries with session ids below `bound` into sessions. */
-function mergeBucket(out: Sessions, index: NumberMap, parts: Folded[], bound: number): void {
+function mergeBucket(out: SessionColumns, index: NumberMap, parts: Folded[], bound: number): void {
   index.clear();
   for (const p of parts) {
     const from = p.pos;
@@ -247,14 +252,19 @@ interface Folds {
 }
 
 function foldsOf(c: Chunk, o: ScanOptions): Folds {
-  const pv = c.dicts.name.find("pageview");
+  const pv = columnsOf(c).column("name").find("pageview");
   const runs = passingRuns(c, o);
   if (!runs) return foldRows(c, o, pv);
-  if (o.filters.length || o.sessions) return foldRuns(c, runs, pv, false);
+  if (o.filters.length || o.onlySessions) return foldRuns(c, runs, pv, false);
   // Without filters a partition's folds (inside the window) depend on the debug kind alone,
   // so they are kept with the partition: a dashboard's repeated sessions queries fold each
   // partition once. About 28 bytes a session, a tenth of the partition's own columns.
-  return derive(c, o.debug ? "sessions.folds.debug" : "sessions.folds", () => foldRuns(c, runs, pv, true), (f) => 28 * f.n + 200);
+  return derive(
+    c,
+    o.debug ? "sessions.folds.debug" : "sessions.folds",
+    () => foldRuns(c, runs, pv, true),
+    (f) => 28 * f.n + 200,
+  );
 }
 
 function foldRows(c: Chunk, o: ScanOptions, pv: number): Folds {
@@ -267,27 +277,23 @@ function foldRows(c: Chunk, o: ScanOptions, pv: number): Folds {
   const lPv = new Int32Array(nctx).fill(-1);
   const ts = c.ts;
   const name = c.name;
-  scan(
-    [c],
-    o,
-    (_c, i, x) => {
-      const t = ts[i]!;
-      if (cnt[x] === 0) fRow[x] = lRow[x] = i;
+  scan([c], o, (_c, i, x) => {
+    const t = ts[i]!;
+    if (cnt[x] === 0) fRow[x] = lRow[x] = i;
+    else {
+      if (t < ts[fRow[x]!]!) fRow[x] = i;
+      if (t >= ts[lRow[x]!]!) lRow[x] = i;
+    }
+    cnt[x]!++;
+    if (name[i] === pv) {
+      pvs[x]!++;
+      if (fPv[x]! < 0) fPv[x] = lPv[x] = i;
       else {
-        if (t < ts[fRow[x]!]!) fRow[x] = i;
-        if (t >= ts[lRow[x]!]!) lRow[x] = i;
+        if (t < ts[fPv[x]!]!) fPv[x] = i;
+        if (t >= ts[lPv[x]!]!) lPv[x] = i;
       }
-      cnt[x]!++;
-      if (name[i] === pv) {
-        pvs[x]!++;
-        if (fPv[x]! < 0) fPv[x] = lPv[x] = i;
-        else {
-          if (t < ts[fPv[x]!]!) fPv[x] = i;
-          if (t >= ts[lPv[x]!]!) lPv[x] = i;
-        }
-      }
-    },
-  );
+    }
+  });
   // Contexts with rows become the entries, in context order.
   let n = 0;
   for (let x = 0; x < nctx; x++) if (cnt[x]) n++;
@@ -374,7 +380,9 @@ function foldRuns(c: Chunk, pass: Uint8Array, pv: number, exact: boolean): Folds
     fPv[h] = fp;
     lPv[h] = lp;
   }
-  const cut = exact ? <T extends Uint32Array | Int32Array>(a: T) => a.slice(0, n) as T : <T extends Uint32Array | Int32Array>(a: T) => a.subarray(0, n) as T;
+  const cut = exact
+    ? <T extends Uint32Array | Int32Array>(a: T) => a.slice(0, n) as T
+    : <T extends Uint32Array | Int32Array>(a: T) => a.subarray(0, n) as T;
   return { n, x: cut(ex), cnt: cut(cnt), pvs: cut(pvs), fRow: cut(fRow), lRow: cut(lRow), fPv: cut(fPv), lPv: cut(lPv) };
 }
 
@@ -383,7 +391,7 @@ function foldRuns(c: Chunk, pass: Uint8Array, pv: number, exact: boolean): Folds
  * An entry of the session just merged (a session's entries sit next to each other) skips
  * the index lookup.
  */
-function mergeEntries(out: Sessions, index: NumberMap, p: Folded, from: number, to: number) {
+function mergeEntries(out: SessionColumns, index: NumberMap, p: Folded, from: number, to: number) {
   // The arrays have room for every entry (reserved before the walk): held in locals.
   const { c, ci, x: ex, cnt, pvs, fRow, lRow, fPv, lPv, order } = p;
   const { id: oid, first, last, events, pageviews, visitor, fc, fi, lc, li, fpc, fpi, lpc, lpi } = out;
@@ -462,14 +470,16 @@ function mergeEntries(out: Sessions, index: NumberMap, p: Folded, from: number, 
 }
 
 /** Entry or exit of a session: a page for web sessions, the `screen` property otherwise. */
-export function place(s: SessionAgg, which: "entry" | "exit"): string {
+export function place(s: SessionRecord, which: "entry" | "exit"): string {
   const pc = which === "entry" ? s.fpc : s.lpc;
-  if (pc) {
-    const pi = which === "entry" ? s.fpi : s.lpi;
-    return pc.dicts.pathname.values[pc.pathname[pi]!]!;
-  }
-  const c = which === "entry" ? s.fc : s.lc;
-  const i = which === "entry" ? s.fi : s.li;
+  if (pc) return pageAt(columnsOf(pc).column("pathname"), which === "entry" ? s.fpi : s.lpi);
+  return screenAt(which === "entry" ? s.fc : s.lc, which === "entry" ? s.fi : s.li);
+}
+
+const pageAt = (pathnames: StringColumn, i: number) => pathnames.values[pathnames.codes[i]!]!;
+
+/** The `screen` property of row i, or "". */
+function screenAt(c: Chunk, i: number): string {
   const sp = c.sp.get("screen");
   if (!sp) return "";
   // rows are ascending: binary search the row.
@@ -490,11 +500,3 @@ export function durationSeconds(ms: number): number {
   const s = Math.max(0, Math.floor(ms / 1000));
   return s < 3600 ? s : Math.floor(s / 60) * 60;
 }
-
-export function median(xs: number[]): number {
-  if (xs.length === 0) return 0;
-  const s = Float64Array.from(xs).sort();
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-

@@ -1,0 +1,41 @@
+// The request rates ingest allows: per client address (spec, Limits: batches 10/s with
+// bursts of 20, web events 30/s with 60), per sender of requests that claim a proxy, and per
+// key in events, in proportion to the plan.
+
+import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
+
+export class RequestLimits {
+  readonly batchClients: RateLimiter;
+  readonly webClients: RateLimiter;
+  /** Per sender of requests that claim a proxy: charged only by their refusals before the secret checks out. */
+  readonly proxyRefusals: RateLimiter;
+  /** The same for refusals caused by the body, at ten times the rate (see request-steps.ts). */
+  readonly proxyBodyRefusals: RateLimiter;
+  /** Per key, in events; the spec of each call comes from the plan (keySpec). */
+  readonly keyRates: RateLimiter;
+
+  /** `now`: the limiters read the same clock as everything else, so tests can drive it. */
+  constructor(now: () => number) {
+    this.batchClients = new RateLimiter({ ratePerSecond: 10, burst: 20 }, now);
+    this.webClients = new RateLimiter({ ratePerSecond: 30, burst: 60 }, now);
+    this.proxyRefusals = new RateLimiter({ ratePerSecond: 30, burst: 60 }, now);
+    this.proxyBodyRefusals = new RateLimiter({ ratePerSecond: 300, burst: 600 }, now);
+    this.keyRates = new RateLimiter({ ratePerSecond: 50, burst: 3000 }, now);
+  }
+}
+
+const keySpecs = new Map<number, BucketSpec>();
+
+/** Per-key event rate: in proportion to the plan (20x its average rate), at least 50/s, averaged over a minute. */
+export function keySpec(eventsPerMonth: number): BucketSpec {
+  let spec = keySpecs.get(eventsPerMonth);
+  if (!spec) {
+    const rate = Math.max(50, (eventsPerMonth / (30 * 86_400)) * 20);
+    spec = { ratePerSecond: rate, burst: rate * 60 };
+    keySpecs.set(eventsPerMonth, spec);
+  }
+  return spec;
+}
+
+/** Rate-limit keys derive from the address through a hash: memory holds no raw address. */
+export const clientKey = (address: string) => Bun.hash.xxHash32(address);
