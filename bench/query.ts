@@ -161,6 +161,11 @@ async function longestHold(fn: (ctx: Ctx) => Work<unknown>): Promise<number> {
 }
 
 const US: Filter[] = [{ dim: "country", values: ["US"] }];
+/** The other operators (docs/metrics.md, Filters): is not, and contains (case-insensitive) any of two texts. */
+const NOT_US_DOCS: Filter[] = [
+  { dim: "country", op: "not", values: ["US"] },
+  { dim: "pathname", op: "contains", values: ["/docs", "/blog"] },
+];
 const cases: [string, (ctx: Ctx) => Work<unknown>, string, number][] = [
   [
     "overview, unfiltered (rollups)",
@@ -174,6 +179,15 @@ const cases: [string, (ctx: Ctx) => Work<unknown>, string, number][] = [
     `with s as (select session, min(ts) f, max(ts) l, count(*) n, count(*) filter (where name='pageview') pv from e where country='US' group by 1)
      select (select count(*) from e where country='US'), (select count(*) from s), (select median(epoch(l)-epoch(f)) from s), (select count(*) filter (where n<=1) from s),
             (select sum(c) from (select count(distinct visitor) c from e where country='US' group by date_trunc('day', ts)))`,
+    0.5,
+  ],
+  [
+    "overview, filtered (country not US, pathname contains /docs or /blog)",
+    (ctx) => period(ctx(NOT_US_DOCS)),
+    `with f as (select * from e where country<>'US' and (lower(pathname) like '%/docs%' or lower(pathname) like '%/blog%')),
+          s as (select session, min(ts) f, max(ts) l, count(*) n, count(*) filter (where name='pageview') pv from f group by 1)
+     select (select count(*) from f), (select count(*) from s), (select median(epoch(l)-epoch(f)) from s), (select count(*) filter (where n<=1) from s),
+            (select sum(c) from (select count(distinct visitor) c from f group by date_trunc('day', ts)))`,
     0.5,
   ],
   [

@@ -107,8 +107,14 @@ const win = (w: Window) => ({ from: w.from, to: w.to, filter: w.filter });
 
 export const eventsApi = {
   list: (id: number, w: Window, limit?: number) => call<EventsList>("GET", `/apps/${id}/events`, undefined, { ...win(w), limit }),
-  detail: (id: number, w: Window, name: string, o: { property?: string; by?: string } = {}) =>
-    call<EventDetail>("GET", `/apps/${id}/events/${encodeURIComponent(name)}`, undefined, { ...win(w), property: o.property, by: o.by }),
+  /** `interval` (the trend's points) is sent when it is not the default (day). */
+  detail: (id: number, w: Window, name: string, o: { property?: string; by?: string; interval?: string } = {}) =>
+    call<EventDetail>("GET", `/apps/${id}/events/${encodeURIComponent(name)}`, undefined, {
+      ...win(w),
+      property: o.property,
+      by: o.by,
+      interval: o.interval === "day" ? undefined : o.interval,
+    }),
   funnel: (id: number, w: Window, def: FunnelDef) => call<Funnel>("POST", `/apps/${id}/funnel`, def, win(w)),
   paths: (id: number, w: Window, after: string) => call<Paths>("POST", `/apps/${id}/paths`, { after }, win(w)),
   savedFunnels: (id: number) => call<SavedFunnel[]>("GET", `/apps/${id}/funnels`),

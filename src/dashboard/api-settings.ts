@@ -90,7 +90,9 @@ export const MAX_ACTIVE_KEYS = 20;
 
 export const settingsApi = {
   // Apps
-  updateApp: (id: number, change: { name?: string; origins?: string[]; paused?: boolean }) => call<AppView>("PATCH", `/apps/${id}`, change),
+  /** An unknown time zone is a 400 `invalid_timezone`. */
+  updateApp: (id: number, change: { name?: string; origins?: string[]; paused?: boolean; timezone?: string }) =>
+    call<AppView>("PATCH", `/apps/${id}`, change),
   deleteApp: (id: number) => call<{ id: number; deleted_at: string; restore_until: string }>("DELETE", `/apps/${id}`),
   restoreApp: (id: number) => call<AppView>("POST", `/apps/${id}/restore`),
   keys: (id: number) => call<KeyView[]>("GET", `/apps/${id}/keys`),

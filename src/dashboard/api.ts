@@ -131,9 +131,17 @@ export interface AppView {
   paused: boolean;
   created_at: string;
   has_forwarding_secret: boolean;
+  /** IANA name; the app's days (from, to, the points of a series) are local dates in it. */
+  timezone?: string;
 }
+/**
+ * One point of a series: `date` is the bucket's first local date (YYYY-MM-DD), or for
+ * hours its local time with offset ("2026-03-08T03:00-07:00"). Servers before intervals
+ * named it `day`; pointDate reads either.
+ */
 export interface DayPoint {
-  day: string;
+  date?: string;
+  day?: string;
   events: number;
   sessions: number;
   users: number;
@@ -170,6 +178,8 @@ export interface Breakdown {
   sampled: boolean;
   source: string;
 }
+export const pointDate = (p: { date?: string; day?: string }) => p.date ?? p.day ?? "";
+
 export interface Live {
   minutes: number;
   events: number;
@@ -195,13 +205,15 @@ export const api = {
   createApp: (org_id: number, kind: "app" | "web", name: string, origins?: string[]) =>
     call<{ app: AppView; key: string }>("POST", "/apps", { org_id, kind, name, ...(origins?.length ? { origins } : {}) }),
   keys: (id: number) => call<{ key: string; created_at: string; revoked_at?: string | null }[]>("GET", `/apps/${id}/keys`),
-  overview: (id: number, w: Window, o: { compare?: boolean; debug?: boolean }) =>
+  /** `interval` is sent when it is not the default (day). */
+  overview: (id: number, w: Window, o: { compare?: boolean; debug?: boolean; interval?: string }) =>
     call<Overview>("GET", `/apps/${id}/overview`, undefined, {
       from: w.from,
       to: w.to,
       filter: w.filter,
       compare: o.compare ? "previous" : undefined,
       debug: o.debug || undefined,
+      interval: o.interval === "day" ? undefined : o.interval,
     }),
   breakdown: (id: number, w: Window, dimension: string, metric: string, limit = 10) =>
     call<Breakdown>("GET", `/apps/${id}/breakdown`, undefined, { from: w.from, to: w.to, filter: w.filter, dimension, metric, limit }),

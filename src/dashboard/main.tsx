@@ -5,9 +5,9 @@ import { render, type ComponentChildren } from "preact";
 import { api, ApiError, notice, setShareToken, signInUrl, type Me } from "./api.ts";
 import { useLoad } from "./parts/load.ts";
 import { ErrorBox, Loading } from "./parts/ui.tsx";
-import { currentWindow } from "./parts/controls.tsx";
+import { currentInterval, currentWindow } from "./parts/controls.tsx";
 import { go, onLinkClick, place, query } from "./route.ts";
-import { AppPage, knownKind, loadApp } from "./views/app.tsx";
+import { AppPage, knownKind, knownZone, loadApp } from "./views/app.tsx";
 import { FIRST_PANELS } from "./views/overview.tsx";
 import { Account } from "./views/account.tsx";
 import { Home } from "./views/home.tsx";
@@ -152,10 +152,13 @@ function prefetch() {
   if (p.page !== "app" || !p.appId) return;
   void api.app(p.appId).catch(() => {});
   if (p.view !== "overview") return;
-  const w = currentWindow();
+  // The days of the window are the app's zone's, remembered from an earlier visit (most
+  // apps keep the default, UTC, so a first visit guesses that).
+  const w = currentWindow(knownZone(p.appId) ?? "UTC");
   const win = { from: w.from, to: w.to, filter: w.filter };
   const q = query.value;
-  void api.overview(p.appId, win, { compare: q.get("compare") === "1", debug: q.get("debug") === "1" }).catch(() => {});
+  const interval = currentInterval(w).used;
+  void api.overview(p.appId, win, { compare: q.get("compare") === "1", debug: q.get("debug") === "1", interval }).catch(() => {});
   // Which panels come first depends on the app's kind, remembered from an earlier visit.
   const kind = knownKind(p.appId);
   if (!kind) return;

@@ -58,10 +58,10 @@ export function setQuery(changes: Record<string, string | string[] | null>, repl
   go(location.pathname + (s ? `?${s}` : ""), replace);
 }
 
-/** A link within the dashboard that keeps the window (dates, filters, debug) of the current view. */
+/** A link within the dashboard that keeps the window (dates, filters, debug, interval) of the current view. */
 export function withWindow(path: string): string {
   const q = new URLSearchParams();
-  for (const k of ["range", "from", "to", "filter", "debug", "compare"]) for (const v of query.value.getAll(k)) q.append(k, v);
+  for (const k of ["range", "from", "to", "filter", "debug", "compare", "interval"]) for (const v of query.value.getAll(k)) q.append(k, v);
   const s = q.toString();
   return path + (s ? `?${s}` : "");
 }

@@ -22,6 +22,8 @@ export interface AppRow {
   origins: string;
   paused: number;
   forwarding_secret_hash: string | null;
+  /** IANA time zone of its statistics' days (migration 10; UTC by default). */
+  timezone: string;
   created_at: number;
   deleted_at: number | null;
 }

@@ -12,6 +12,7 @@ import { iso } from "./time.ts";
 import { newKey } from "./keys.ts";
 import { appsChanged } from "./changes.ts";
 import { DAY_MS } from "../util/time.ts";
+import { isTimeZone } from "../util/zone.ts";
 
 export const UNDO_WINDOW_MS = 7 * DAY_MS;
 export const MAX_ORIGINS = 50;
@@ -26,8 +27,20 @@ export const appView = (a: AppRow) => ({
   origins: JSON.parse(a.origins) as string[],
   paused: a.paused === 1,
   has_forwarding_secret: a.forwarding_secret_hash !== null,
+  timezone: a.timezone,
   created_at: iso(a.created_at),
 });
+
+/** An IANA time zone name as the runtime spells it (e.g. Europe/Berlin), or UTC; anything else is a 400 naming it. */
+export function cleanTimeZone(raw: string): string {
+  if (!isTimeZone(raw)) {
+    throw invalid(
+      "invalid_timezone",
+      `Time zone ${JSON.stringify(String(raw).slice(0, 100))} is not one this server knows: give an IANA name as spelled in the tz database, such as Europe/Berlin, America/Los_Angeles or UTC.`,
+    );
+  }
+  return raw;
+}
 
 /**
  * scheme://host[:port], optionally *.host for any subdomain; lower-cased, no path.
@@ -66,16 +79,22 @@ function cleanOrigins(kind: AppKind, origins: string[] | undefined): string[] {
   return out;
 }
 
-export function createApp(db: Db, actor: Actor, input: { org_id: number; kind: AppKind; name: string; origins?: string[] }, now: number) {
+export function createApp(
+  db: Db,
+  actor: Actor,
+  input: { org_id: number; kind: AppKind; name: string; origins?: string[]; timezone?: string },
+  now: number,
+) {
   requireOrg(db, actor, input.org_id, "admin");
   const name = cleanName(input.name, "app name");
   const origins = cleanOrigins(input.kind, input.origins);
+  const timezone = cleanTimeZone(input.timezone ?? "UTC");
   return db.transaction(() => {
     const app = db
-      .query<AppRow, [number, string, string, string, number]>(
-        "INSERT INTO apps (org_id, kind, name, origins, created_at) VALUES (?, ?, ?, ?, ?) RETURNING *",
+      .query<AppRow, [number, string, string, string, string, number]>(
+        "INSERT INTO apps (org_id, kind, name, origins, timezone, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING *",
       )
-      .get(input.org_id, input.kind, name, JSON.stringify(origins), now)!;
+      .get(input.org_id, input.kind, name, JSON.stringify(origins), timezone, now)!;
     const key = newKey(db, app, now);
     return { app: appView(app), key };
   })();
@@ -108,16 +127,22 @@ export function updateApp(
   db: Db,
   actor: Actor,
   appId: number,
-  change: { name?: string | null; origins?: string[]; paused?: boolean | null },
+  change: { name?: string | null; origins?: string[]; paused?: boolean | null; timezone?: string },
+  /** Called when the time zone changes (the event store then keeps the app's days in it). */
+  onZoneChange?: (appId: number, timezone: string) => void,
 ) {
   const { app } = requireApp(db, actor, appId, "admin");
   const name = change.name == null ? app.name : cleanName(change.name, "app name");
   const origins = change.origins === undefined ? app.origins : JSON.stringify(cleanOrigins(app.kind, change.origins));
   const paused = change.paused == null ? app.paused : change.paused ? 1 : 0;
+  const timezone = change.timezone === undefined ? app.timezone : cleanTimeZone(change.timezone);
   const row = db
-    .query<AppRow, [string, string, number, number]>("UPDATE apps SET name = ?, origins = ?, paused = ? WHERE id = ? RETURNING *")
-    .get(name, origins, paused, appId)!;
+    .query<AppRow, [string, string, number, string, number]>(
+      "UPDATE apps SET name = ?, origins = ?, paused = ?, timezone = ? WHERE id = ? RETURNING *",
+    )
+    .get(name, origins, paused, timezone, appId)!;
   appsChanged(db);
+  if (timezone !== app.timezone) onZoneChange?.(appId, timezone);
   return appView(row);
 }
 

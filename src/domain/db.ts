@@ -107,7 +107,7 @@ export function migrate(db: Db, migrations: Migration[]): number {
     if (m.rebuildsTables) db.exec("PRAGMA foreign_keys = OFF");
     try {
       db.transaction(() => {
-        db.exec(m.sql);
+        if (!m.doneIf || !db.query(m.doneIf).get()) db.exec(m.sql);
         if (m.rebuildsTables) {
           const broken = db.query("PRAGMA foreign_key_check").all();
           if (broken.length) throw new Error(`migration ${m.version} (${m.name}) left ${broken.length} broken references`);

@@ -11,6 +11,12 @@ export interface Migration {
    * otherwise cascade into every child row), checked with foreign_key_check before commit.
    */
   rebuildsTables?: boolean;
+  /**
+   * A query that returns a row when the migration's change is already there (a store
+   * whose user_version was lowered by hand, as tests do, runs later migrations again):
+   * then `sql` is skipped. For changes SQLite cannot write with IF NOT EXISTS (ADD COLUMN).
+   */
+  doneIf?: string;
 }
 
 /**
@@ -360,6 +366,32 @@ export const MIGRATIONS: Migration[] = [
         revoked_at  INTEGER
       );
       CREATE INDEX IF NOT EXISTS share_links_by_app ON share_links(app_id);
+    `,
+  },
+  {
+    version: 10,
+    name: "app time zones",
+    // Each app's statistics count days in its time zone (an IANA name; docs/metrics.md,
+    // "Time zones and intervals"). Existing apps keep UTC, what they counted in before.
+    sql: "ALTER TABLE apps ADD COLUMN timezone TEXT NOT NULL DEFAULT 'UTC';",
+    doneIf: "SELECT 1 FROM pragma_table_info('apps') WHERE name = 'timezone'",
+  },
+  {
+    version: 11,
+    name: "visitor salts per time zone",
+    // A salt per time zone in use and local day of that zone (src/ingest/salts.ts): a
+    // person counts once per local day of the app. The salts kept so far were UTC days'.
+    doneIf: "SELECT 1 FROM pragma_table_info('salts') WHERE name = 'zone'",
+    sql: `
+      CREATE TABLE salts__new (
+        zone  TEXT NOT NULL,
+        day   TEXT NOT NULL,
+        salt  TEXT NOT NULL,
+        PRIMARY KEY (zone, day)
+      ) WITHOUT ROWID;
+      INSERT INTO salts__new (zone, day, salt) SELECT 'UTC', day, salt FROM salts;
+      DROP TABLE salts;
+      ALTER TABLE salts__new RENAME TO salts;
     `,
   },
 ];

@@ -84,6 +84,9 @@ export function openStorage(
     const opened = store.open(checkpointGen(db));
     const stateDir = stateDirOf(config.dataDir);
     loadCheckpoint({ db, log, ingest, store, stateDir });
+    // Day totals are kept in each app's zone: an app whose zone changed since the
+    // checkpoint has them rebuilt (before replay, whose events then land in the new zone).
+    store.setZones(appZones(db));
     const { maxApp, ...replayed } = replayLog({ wal, ingest, db, log, quarantineDir: join(config.dataDir, "quarantine") }, seq);
     sweepOrphans({ db, log, store, ingest }, { exportsDir: join(config.dataDir, "exports"), maxAppInLog: maxApp });
     log.info("store opened", { partitions: opened.partitions, checkpoint: seq, ...replayed, ms: Math.round(performance.now() - t0) });
@@ -118,6 +121,14 @@ export function openStorage(
     release();
     throw e;
   }
+}
+
+/** Each app's time zone (apps.timezone, migration 10), deleted apps' too (they may be restored). */
+export function appZones(db: Db): [number, string][] {
+  return db
+    .query<{ id: number; timezone: string }, []>("SELECT id, timezone FROM apps")
+    .all()
+    .map((r) => [r.id, r.timezone]);
 }
 
 /** openDb, with a schema newer than this build's answered as the format refusal (one line, exit code 2). */

@@ -8,7 +8,7 @@ import type { Mailer } from "../infra/mail.ts";
 import type { SignIn } from "../domain/signin.ts";
 import type { Scheduler } from "../scheduler/scheduler.ts";
 import type { Ingest } from "../ingest/ingest.ts";
-import type { StatsEngine, StorageGauges } from "../query/stats-engine.ts";
+import type { AppZones, StatsEngine, StorageGauges } from "../query/stats-engine.ts";
 import type { Plan } from "../domain/plans.ts";
 import type { Billing } from "../domain/billing.ts";
 import type { SecretGuard } from "./guard.ts";
@@ -30,6 +30,8 @@ export interface Services {
   stats: StatsEngine;
   /** The storage's figures for GET /metrics. */
   storage: StorageGauges;
+  /** Told when an app's time zone is set or changed (the event store keeps its days in it). */
+  zones: AppZones;
   plans: Plan[];
   billing: Billing;
   /** Counts wrong tokens per client and stops guessing (429). */

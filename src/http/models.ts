@@ -109,12 +109,25 @@ export const AppView = t.Object(
     origins: t.Array(t.String(), { description: "Web only: origins allowed to send events." }),
     paused: t.Boolean(),
     has_forwarding_secret: t.Boolean(),
+    timezone: t.String({
+      description: "IANA time zone of its statistics: from, to, today, the points of a series and the heatmap's hours are local to it.",
+    }),
     created_at: Iso(),
   },
   named("AppView", {}),
 );
+const TimeZone = t.String({
+  description:
+    "An IANA time zone as the tz database spells it (Europe/Berlin, America/Los_Angeles, Asia/Kolkata) or UTC; another is a 400 invalid_timezone.",
+});
 export const NewApp = t.Object(
-  { kind: Kind, name: Name, org_id: Int({ minimum: 1 }), origins: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 50 })) },
+  {
+    kind: Kind,
+    name: Name,
+    org_id: Int({ minimum: 1 }),
+    origins: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 50 })),
+    timezone: t.Optional(TimeZone),
+  },
   named("NewApp", strict),
 );
 export const CreatedApp = t.Object({ app: AppView, key: t.String() }, named("CreatedApp", {}));
@@ -123,6 +136,7 @@ export const AppChange = t.Object(
     name: t.Optional(t.Nullable(Name)),
     origins: t.Optional(t.Array(t.String({ maxLength: 300 }), { maxItems: 50 })),
     paused: t.Optional(t.Nullable(t.Boolean())),
+    timezone: t.Optional(TimeZone),
   },
   named("AppChange", strict),
 );

@@ -24,7 +24,7 @@ export async function acceptBatch(c: IngestCore, req: BatchRequest): Promise<Bat
   try {
     const s = batch.system;
     const agent = `${s.os_name}\u0000${s.os_version}\u0000${s.device_model}\u0000${s.locale}\u0000${s.app_version}\u0000${s.app_build}`;
-    const visitor = c.salts.visitor(now, app, req.address, agent);
+    const visitor = c.salts.visitor(now, app, req.address, agent, info.timezone);
     const country = countryFromHeader(req.countryHeader) || countryOf(req.address);
     let events: StoredEvent[] = [];
     let drops: Partial<Record<DropReason, number>> = {};

@@ -167,7 +167,7 @@ export class Ingest {
     return this.core.answers.appsInRunsAtStart();
   }
 
-  /** Forgets the visitor salts of days that are over (the midnight job; also at start-up). */
+  /** Forgets the visitor salts of days that are over, per zone (the quarter-hour job; also at start-up). */
   rotateSalts(now: number): number {
     return this.salts.rotate(now);
   }

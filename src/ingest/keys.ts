@@ -14,6 +14,8 @@ export interface KeyInfo {
   forwardingSecretHash: string | null;
   /** Revoked key, deleted app or deleted org: the key no longer works. */
   dead: boolean;
+  /** The app's time zone (IANA name; "UTC" by default): its visitors' days are its local days. */
+  timezone: string;
 }
 
 export const KEY_CACHE_TTL_MS = 30_000;
@@ -28,6 +30,7 @@ interface Row {
   forwarding_secret_hash: string | null;
   app_deleted: number | null;
   org_deleted: number | null;
+  timezone: string;
 }
 
 export class KeyCache {
@@ -62,7 +65,7 @@ export class KeyCache {
     const r = this.db
       .query<Row, [string]>(
         `SELECT k.revoked_at, a.id AS app_id, a.org_id, a.kind, a.paused, a.origins, a.forwarding_secret_hash,
-                a.deleted_at AS app_deleted, o.deleted_at AS org_deleted
+                a.deleted_at AS app_deleted, o.deleted_at AS org_deleted, a.timezone
          FROM app_keys k JOIN apps a ON a.id = k.app_id JOIN orgs o ON o.id = a.org_id WHERE k.key = ?`,
       )
       .get(key);
@@ -75,6 +78,7 @@ export class KeyCache {
       origins: JSON.parse(r.origins) as string[],
       forwardingSecretHash: r.forwarding_secret_hash,
       dead: r.revoked_at !== null || r.app_deleted !== null || r.org_deleted !== null,
+      timezone: r.timezone,
     };
   }
 }

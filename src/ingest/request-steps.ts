@@ -417,7 +417,7 @@ export const WEB_REQUEST_STEPS: [string, WebStep][] = [
     (r, c) => {
       const now = r.now;
       const country = (r.viaProxy ? countryFromHeader(r.req.countryHeader) : "") || countryOf(r.address);
-      const visitor = c.salts.visitor(now, r.app, r.address, r.req.userAgent);
+      const visitor = c.salts.visitor(now, r.app, r.address, r.req.userAgent, r.info!.timezone);
       const session = c.webSessions.sessionFor(visitor, now);
       const ev = webEvent(r.body!, { app: r.app, receivedAt: now, visitor, session, country, agent: r.agent! });
       if (typeof ev === "string") return ev;

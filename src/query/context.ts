@@ -8,7 +8,8 @@ import type { LiveCounts } from "../store/live.ts";
 import type { Window } from "./window.ts";
 import { collectSessions } from "./session-fold.ts";
 import { DAY_MS } from "../util/time.ts";
-import type { Filter, ScanOptions } from "./scan.ts";
+import { dayNumberText } from "../util/zone.ts";
+import { type Filter, type ScanOptions, valueTest } from "./scan.ts";
 import type { Work } from "./work.ts";
 
 export interface QueryContext {
@@ -20,10 +21,12 @@ export interface QueryContext {
   now: number;
   chunks(fromMs: number, toMs: number): Chunk[];
   rollups: Rollups;
+  /** The zone the app's rollup days are local days of (UTC for a store that does not say; null while rebuilt). */
+  rollupZone: string | null;
   live: LiveCounts;
 }
 
-/** Scan options over [from, to) with the query's filters; entry/exit filters resolved to session ids. */
+/** Scan options over [from, to) with the query's filters; entry/exit filters (any operator) resolved to session ids. */
 export function* scanOptions(q: QueryContext, startMs: number, endMs: number): Work<ScanOptions> {
   const sessionFilters = q.filters.filter((f) => f.dim === "entry" || f.dim === "exit");
   let onlySessions: Set<number> | null = null;
@@ -35,20 +38,41 @@ export function* scanOptions(q: QueryContext, startMs: number, endMs: number): W
       debug: q.debug,
       filters: others,
     });
+    // Each filter's test once per distinct entry / exit, not once per session.
+    const tests = sessionFilters.map((f) => {
+      const test = valueTest(f);
+      const seen = new Map<string, boolean>();
+      const which = f.dim as "entry" | "exit";
+      return (k: number) => {
+        const place = all.place(k, which);
+        let r = seen.get(place);
+        if (r === undefined) seen.set(place, (r = test(place)));
+        return r;
+      };
+    });
     onlySessions = new Set();
-    for (let k = 0; k < all.n; k++) {
-      if (sessionFilters.every((f) => f.values.includes(all.place(k, f.dim as "entry" | "exit")))) onlySessions.add(all.id[k]!);
-    }
+    for (let k = 0; k < all.n; k++) if (tests.every((pass) => pass(k))) onlySessions.add(all.id[k]!);
   }
   return { startMs, endMs, debug: q.debug, filters: q.filters, onlySessions };
+}
+
+/**
+ * Scan options for an operator that picks its events by name (funnel, event detail): the
+ * query's filters on name give way to `names`, and entry / exit are judged on the events
+ * that pass the query's other filters, before the names narrow them (a session's entry is
+ * its first page, not its first event of those names).
+ */
+export function* scanOptionsForNames(q: QueryContext, names: string[], startMs: number, endMs: number): Work<ScanOptions> {
+  const o = yield* scanOptions({ ...q, filters: q.filters.filter((f) => f.dim !== "name") }, startMs, endMs);
+  return { ...o, filters: [...o.filters, { dim: "name", values: [...new Set(names)] }] };
 }
 
 export const dayStart = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;
 export const dayKey = (ms: number) => new Date(dayStart(ms)).toISOString().slice(0, 10);
 
-/** Every day of the window as YYYY-MM-DD, oldest first. */
+/** Every local day of the window as YYYY-MM-DD, oldest first. */
 export function windowDays(q: { window: Window }): string[] {
   const out: string[] = [];
-  for (let t = q.window.startMs; t < q.window.endMs; t += DAY_MS) out.push(new Date(t).toISOString().slice(0, 10));
+  for (let d = q.window.fromDay; d <= q.window.toDay; d++) out.push(dayNumberText(d));
   return out;
 }

@@ -4,7 +4,7 @@
 import type { QueryContext } from "./context.ts";
 import { countByContext, scanSteps, type CodeReader, type ScanOptions } from "./scan.ts";
 import type { Work } from "./work.ts";
-import { DAY_MS } from "../util/time.ts";
+import { bucketAround, buckets, SLOT_MS, type Buckets } from "./buckets.ts";
 import type { Chunk } from "../store/chunk.ts";
 import { DomainError } from "../model/errors.ts";
 import { denseVisitors } from "./id-index.ts";
@@ -27,13 +27,16 @@ export class DistinctPairs {
   private seen = new IncrementalSet();
   private counts: number[] = [];
   private days: number;
+  /** The window's local days (users are distinct per day of the app's zone). */
+  private dayBuckets: Buckets;
 
   constructor(
-    private q: QueryContext,
+    q: QueryContext,
     private opts: ScanOptions,
     private byUser: boolean,
   ) {
-    this.days = Math.ceil((q.window.endMs - q.window.startMs) / DAY_MS) + 1;
+    this.dayBuckets = buckets(q.window, "day");
+    this.days = this.dayBuckets.n + 1;
   }
 
   /**
@@ -46,11 +49,14 @@ export class DistinctPairs {
     const ncodes = r.values.length;
     const lastCode = new Int32Array(c.nctx).fill(-1);
     const lastDay = new Int32Array(c.nctx).fill(-1);
-    const startMs = this.q.window.startMs;
+    const db = this.dayBuckets;
+    const table = db.table;
+    const base = db.base;
     const ids = this.byUser ? c.visitor : c.session;
-    // Sessions are counted once whatever the day: one "day" for them.
-    const day0 = this.byUser ? Math.floor((c.minTs - startMs) / DAY_MS) : 0;
-    const days = this.byUser ? Math.floor((c.maxTs - startMs) / DAY_MS) - day0 + 1 : 1;
+    // Sessions are counted once whatever the day: one "day" for them. Days of the chunk's
+    // rows in the window (its ends may lie outside it).
+    const day0 = this.byUser ? Math.max(0, bucketAround(db, c.minTs)) : 0;
+    const days = this.byUser ? Math.max(1, Math.min(db.n - 1, bucketAround(db, c.maxTs)) - day0 + 1) : 1;
     // On its own (users only: a session may go on in another chunk), a chunk's owners are
     // its dense visitor numbers (kept with a partition), not numbered here through a Map of
     // 53-bit numbers.
@@ -103,7 +109,7 @@ export class DistinctPairs {
       if (perCtx) for (let x = 0; x < c.nctx; x++) if (perCtx[x]) pair(x, r.perContext[x]!, 0);
     } else {
       yield* scanSteps([c], this.opts, (cc, i, x) =>
-        pair(x, r.code(i, x), this.byUser ? Math.floor((cc.ts[i]! - startMs) / DAY_MS) - day0 : 0),
+        pair(x, r.code(i, x), this.byUser ? table[Math.floor(cc.ts[i]! / SLOT_MS) - base]! - day0 : 0),
       );
     }
     if (!global) {

@@ -10,8 +10,10 @@ import { QueryRunner } from "./runner.ts";
 import type { QueryContext } from "./context.ts";
 import type { Work } from "./work.ts";
 import { parseFilters } from "./scan.ts";
-import { resolveWindow } from "./window.ts";
-import { period, previousWindow } from "./ops/overview.ts";
+import { previousWindow, resolveWindow, type Window } from "./window.ts";
+import { fromRollups, period } from "./ops/overview.ts";
+import { checkInterval } from "./buckets.ts";
+import type { ZoneAwareStore } from "./runner.ts";
 import { breakdown } from "./ops/breakdown.ts";
 import { eventsList } from "./ops/events.ts";
 import { eventDetail } from "./ops/event-detail.ts";
@@ -21,6 +23,7 @@ import { live } from "./ops/live.ts";
 import { paths } from "./ops/paths.ts";
 import { sessionsList, timeline } from "./ops/sessions.ts";
 import type {
+  AppZones,
   BreakdownAnswer,
   BreakdownParams,
   DebugParams,
@@ -47,6 +50,13 @@ import type {
 /** The only filters the sessions list takes: dimensions every event of a session shares. */
 const SESSION_FILTERS = ["platform", "country", "os_name", "app_version"] as const;
 
+/** How a query runs: `cache` false for never cached, the filters it allows, a check of its window (400 when refused). */
+interface RunOptions {
+  cache?: boolean;
+  allowedFilters?: readonly string[];
+  check?: (w: Window) => void;
+}
+
 export interface EmbeddedEngineOptions {
   store: EventStore;
   now: () => number;
@@ -58,7 +68,7 @@ export interface EmbeddedEngineOptions {
   metrics: Pick<ServerMetrics, "queries">;
 }
 
-export class EmbeddedStatsEngine implements StatsEngine, StorageGauges {
+export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones {
   private readonly runner: QueryRunner;
 
   constructor(private readonly o: EmbeddedEngineOptions) {
@@ -66,14 +76,24 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges {
   }
 
   overview(app: StatsApp, query: OverviewParams): Promise<OverviewAnswer> {
-    return this.run(app, "overview", query, query.compare ?? null, function* (q) {
-      return {
-        current: yield* period(q),
-        previous: query.compare === "previous" ? yield* period({ ...q, window: previousWindow(q.window) }) : null,
-        sampled: false as const,
-        source: q.filters.length ? ("events" as const) : ("daily_totals" as const),
-      };
-    });
+    const interval = query.interval ?? "day";
+    const check = (w: Window) => checkInterval(interval, w);
+    return this.run(
+      app,
+      "overview",
+      query,
+      [query.compare ?? null, interval],
+      function* (q) {
+        return {
+          current: yield* period(q, interval),
+          previous: query.compare === "previous" ? yield* period({ ...q, window: previousWindow(q.window) }, interval) : null,
+          interval,
+          sampled: false as const,
+          source: fromRollups(q, interval) ? ("daily_totals" as const) : ("events" as const),
+        };
+      },
+      { check },
+    );
   }
 
   breakdown(app: StatsApp, query: BreakdownParams): Promise<BreakdownAnswer> {
@@ -91,8 +111,15 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges {
   }
 
   eventDetail(app: StatsApp, name: string, query: EventDetailParams): Promise<EventDetailAnswer> {
-    return this.run(app, "event", query, [name, query.property ?? null, query.by ?? null], (q) =>
-      eventDetail(q, name, query.property, query.by),
+    const interval = query.interval ?? "day";
+    const check = (w: Window) => checkInterval(interval, w);
+    return this.run(
+      app,
+      "event",
+      query,
+      [name, query.property ?? null, query.by ?? null, interval],
+      (q) => eventDetail(q, name, query.property, query.by, interval),
+      { check },
     );
   }
 
@@ -119,6 +146,11 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges {
 
   timeline(app: StatsApp, sessionId: string, query: DebugParams): Promise<TimelineEvent[]> {
     return this.run(app, "timeline", query, sessionId, (q) => timeline(q, sessionId));
+  }
+
+  /** Tells the event store (when it keeps days per zone) that the app's days are now local days of `timezone`. */
+  zoneChanged(app: number, timezone: string): void {
+    (this.o.store as unknown as ZoneAwareStore).setZone?.(app, timezone);
   }
 
   storageFigures(): StorageFigures {
@@ -150,9 +182,10 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges {
     query: WindowParams & DebugParams,
     extra: unknown,
     fn: (q: QueryContext) => Work<T>,
-    opts: { cache?: boolean; allowedFilters?: readonly string[] } = {},
+    opts: RunOptions = {},
   ): Promise<T> {
-    const window = resolveWindow(query.from, query.to, this.o.now());
+    const window = resolveWindow(query.from, query.to, this.o.now(), app.timezone ?? "UTC");
+    opts.check?.(window);
     const filters = parseFilters(query.filter, opts.allowedFilters);
     const key =
       opts.cache === false
@@ -162,8 +195,9 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges {
             endpoint,
             window.from,
             window.to,
+            window.timezone,
             query.debug ?? false,
-            filters.map((f) => [f.dim, [...f.values].sort()]).sort(),
+            filters.map((f) => JSON.stringify([f.dim, f.op ?? "is", [...f.values].sort()])).sort(),
             extra,
           ]);
     // Timed from here (the runner's wait, decodes and run; cached answers too).

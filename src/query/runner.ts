@@ -13,6 +13,19 @@ import type { Work } from "./work.ts";
 
 export const CACHE_MS = 30_000;
 
+/** What a store may say of its apps' zones (EventStore.rollupZone and setZone; a store without them keeps UTC days). */
+export interface ZoneAwareStore {
+  /** The zone whose local days the app's rollup days are; null while they are rebuilt for a new zone. */
+  rollupZone?(app: number): string | null | undefined;
+  setZone?(app: number, timezone: string): void;
+}
+
+/** The zone of an app's rollup days: UTC for a store that does not say, null when none is complete. */
+export function rollupZoneOf(store: EventStore, app: number): string | null {
+  const s = store as unknown as ZoneAwareStore;
+  return typeof s.rollupZone === "function" ? (s.rollupZone(app) ?? null) : "UTC";
+}
+
 /**
  * How long an operator runs before the event loop takes the requests that came meanwhile.
  * Operators yield often (after each chunk, every 65,536 rows or sessions, after each
@@ -64,6 +77,7 @@ export class QueryRunner {
       now: this.o.now(),
       chunks: (from, to) => this.o.store.chunks(app, from, to, () => budget.check(), reader),
       rollups: this.o.store.rollups,
+      rollupZone: rollupZoneOf(this.o.store, app),
       live: this.o.store.live,
     };
   }

@@ -1,7 +1,10 @@
-// The scan: which rows of which chunks a stats query reads. Filters are compiled per
-// chunk into code tables (a context-level pass for dimensions held per context, event-
-// level for name, pathname and properties), so the row loop is array lookups only.
-// Filters on different dimensions are ANDed, repeated values of one dimension ORed.
+// The scan: which rows of which chunks a stats query reads. Filters (parsed here from
+// the `filter` items, grammar in docs/metrics.md, "Filters") are compiled per chunk into
+// code tables (a context-level pass for dimensions held per context, event-level for
+// name, pathname and properties) over the chunk's dictionaries: is / is not look their
+// values up, contains tests each entry once, so the row loop is array lookups only, the
+// same for every operator. Filters are ANDed; repeated `is` items on one dimension are
+// one filter, their values ORed.
 
 import { columnsOf, CTX_DIMS, type Chunk, type Codes, type CtxDim } from "../store/chunk.ts";
 import { isDimension, PROP_PREFIX } from "../model/dimensions.ts";
@@ -9,38 +12,114 @@ import { invalid } from "../model/errors.ts";
 import { DIMENSIONS } from "../model/dimensions.ts";
 import { inRanges, type Work } from "./work.ts";
 
+/** is: the value is one of `values`; not: none of them; contains: it contains one of them, case-insensitive. */
+export type FilterOp = "is" | "not" | "contains";
+
 export interface Filter {
   dim: string;
+  /** Absent: "is". */
+  op?: FilterOp;
+  /** Any of these ("" is the empty value, also a property's absence). For contains: lower-cased, never "". */
   values: string[];
 }
 
-/** Parses `dimension:value` items (prop:KEY:value for properties). */
+const OP_MARKS: Record<string, FilterOp> = { "!": "not", "~": "contains" };
+
+/**
+ * Parses `filter` items: `dim:v`, `dim!:v`, `dim~:text` (prop:KEY… for properties), the
+ * values of one item separated by `|` (`\|` and `\\` for a literal | and \). Repeated
+ * `is` items on one dimension merge into one filter (values ORed); every other item is a
+ * filter of its own (ANDed).
+ */
 export function parseFilters(raw: string[] | string | undefined, allowed?: readonly string[]): Filter[] {
   const items = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
-  const byDim = new Map<string, string[]>();
+  const out: Filter[] = [];
+  const isOf = new Map<string, Filter>();
   for (const item of items) {
-    let dim: string;
-    let value: string;
-    if (item.startsWith(PROP_PREFIX)) {
-      const i = item.indexOf(":", PROP_PREFIX.length);
-      if (i === -1) throw invalid("invalid_filter", `Filter ${JSON.stringify(item)} must look like prop:KEY:value.`);
-      dim = item.slice(0, i);
-      value = item.slice(i + 1);
-    } else {
-      const i = item.indexOf(":");
-      if (i === -1) throw invalid("invalid_filter", `Filter ${JSON.stringify(item)} must look like dimension:value.`);
-      dim = item.slice(0, i);
-      value = item.slice(i + 1);
-    }
-    if (!isDimension(dim) || (allowed && !allowed.includes(dim))) {
+    const f = parseItem(item);
+    if (!isDimension(f.dim) || (allowed && !allowed.includes(f.dim))) {
       throw invalid(
         "unknown_dimension",
-        `Unknown filter dimension ${JSON.stringify(dim)}; known: ${(allowed ?? [...DIMENSIONS, "prop:KEY"]).join(", ")}.`,
+        `Unknown filter dimension ${JSON.stringify(f.dim)} in ${JSON.stringify(item)}; known: ${(allowed ?? [...DIMENSIONS, "prop:KEY"]).join(", ")}.`,
       );
     }
-    (byDim.get(dim) ?? byDim.set(dim, []).get(dim)!).push(value);
+    if (f.op === "is") {
+      const prev = isOf.get(f.dim);
+      if (prev) {
+        for (const v of f.values) if (!prev.values.includes(v)) prev.values.push(v);
+        continue;
+      }
+      isOf.set(f.dim, f);
+    }
+    out.push(f);
   }
-  return [...byDim].map(([dim, values]) => ({ dim, values }));
+  return out;
+}
+
+function parseItem(item: string): Filter {
+  const bad = (why: string) => invalid("invalid_filter", `Filter ${JSON.stringify(item)} ${why}`);
+  const prop = item.startsWith(PROP_PREFIX);
+  const at = item.indexOf(":", prop ? PROP_PREFIX.length : 0);
+  if (at === -1) {
+    throw bad(
+      prop
+        ? "must look like prop:KEY:value (is), prop:KEY!:value (is not) or prop:KEY~:text (contains)."
+        : "must look like dimension:value (is), dimension!:value (is not) or dimension~:text (contains).",
+    );
+  }
+  let dim = item.slice(0, at);
+  const op = OP_MARKS[dim.charAt(dim.length - 1)] ?? "is";
+  if (op !== "is") dim = dim.slice(0, -1);
+  let values = splitValues(item.slice(at + 1), bad);
+  if (op === "contains") {
+    if (values.includes("")) throw bad("has an empty text to look for: contains (~:) needs text in every alternative.");
+    values = values.map((v) => v.toLowerCase());
+  }
+  return { dim, op, values: [...new Set(values)] };
+}
+
+/** The alternatives of a value list: split at `|`, with `\|` and `\\` read as | and \. */
+function splitValues(s: string, bad: (why: string) => Error): string[] {
+  if (!s.includes("|") && !s.includes("\\")) return [s];
+  const out: string[] = [];
+  let cur = "";
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i]!;
+    if (ch === "|") {
+      out.push(cur);
+      cur = "";
+    } else if (ch === "\\") {
+      const next = s[i + 1];
+      if (next !== "|" && next !== "\\") {
+        throw bad(
+          `has ${next === undefined ? "a \\ at its end" : JSON.stringify(`\\${next}`)}: within values write a literal | as \\| and \\ as \\\\ (no other escapes).`,
+        );
+      }
+      cur += next;
+      i++;
+    } else cur += ch;
+  }
+  out.push(cur);
+  return out;
+}
+
+/**
+ * The test a filter puts to one value ("" for no value): for dictionary entries (once per
+ * entry per chunk) and session entries / exits, never row by row.
+ */
+export function valueTest(f: Filter): (v: string) => boolean {
+  const op = f.op ?? "is";
+  if (op === "contains") {
+    const texts = f.values.map((v) => v.toLowerCase()).filter((v) => v !== "");
+    return (v) => {
+      if (v === "") return false;
+      const low = v.toLowerCase();
+      for (const t of texts) if (low.includes(t)) return true;
+      return false;
+    };
+  }
+  const set = new Set(f.values);
+  return op === "is" ? (v) => set.has(v) : (v) => !set.has(v);
 }
 
 export interface ScanOptions {
@@ -187,17 +266,89 @@ export interface Compiled {
 
 const ENTRY_EXIT = new Set(["entry", "exit"]);
 
-function allowCodes(values: string[], dict: { find(s: string): number; values: readonly string[] }): Uint8Array | null {
-  const ok = new Uint8Array(dict.values.length);
-  let any = false;
-  for (const v of values) {
+interface Dictionary {
+  find(s: string): number;
+  values: readonly string[];
+}
+
+/** 1 per dictionary code whose value passes the filter, and how many do. */
+function codeTable(f: Filter, dict: Dictionary): { ok: Uint8Array; passing: number } {
+  const size = dict.values.length;
+  const op = f.op ?? "is";
+  if (op === "contains") {
+    const test = valueTest(f);
+    const ok = new Uint8Array(size);
+    let passing = 0;
+    for (let k = 0; k < size; k++) {
+      if (test(dict.values[k]!)) {
+        ok[k] = 1;
+        passing++;
+      }
+    }
+    return { ok, passing };
+  }
+  // is / is not: the listed values looked up, not every entry tested.
+  const ok = new Uint8Array(size);
+  if (op === "not") ok.fill(1);
+  const hit = op === "is" ? 1 : 0;
+  let found = 0;
+  for (const v of f.values) {
     const code = dict.find(v);
-    if (code >= 0) {
-      ok[code] = 1;
-      any = true;
+    if (code >= 0 && code < size && ok[code] !== hit) {
+      ok[code] = hit;
+      found++;
     }
   }
-  return any ? ok : null;
+  return { ok, passing: op === "is" ? found : size - found };
+}
+
+/** `into` & `t`, in place; false when no entry is left. */
+function andTable(into: Uint8Array, t: Uint8Array): boolean {
+  let any = 0;
+  for (let k = 0; k < into.length; k++) {
+    const v = into[k]! & t[k]!;
+    into[k] = v;
+    any |= v;
+  }
+  return any === 1;
+}
+
+/** A contains filter on a number property's values, read as text (String(n)): tested once per distinct number. */
+function numberContains(f: Filter): (n: number) => boolean {
+  const test = valueTest(f);
+  const seen = new Map<number, boolean>();
+  return (n) => {
+    let r = seen.get(n);
+    if (r === undefined) seen.set(n, (r = test(String(n))));
+    return r;
+  };
+}
+
+/** Rows of the chunk whose value of property `key` passes (an event without the key has the empty value); null when none can. */
+function propMask(c: Chunk, key: string, f: Filter): Uint8Array | null {
+  const emptyPasses = valueTest(f)("");
+  const sp = c.sp.get(key);
+  const np = c.np.get(key);
+  if (!emptyPasses && !sp && !np) return null;
+  const mask = new Uint8Array(c.n);
+  if (emptyPasses) mask.fill(1);
+  if (sp) {
+    const { ok } = codeTable(f, sp.dict);
+    for (let j = 0; j < sp.n; j++) mask[sp.rows[j]!] = ok[sp.codes[j]!]!;
+  }
+  if (np) {
+    const op = f.op ?? "is";
+    if (op === "contains") {
+      const ok = numberContains(f);
+      for (let j = 0; j < np.n; j++) mask[np.rows[j]!] = ok(np.vals[j]!) ? 1 : 0;
+    } else {
+      // is / is not compare as numbers ("12.50" is 12.5).
+      const nums = new Set(f.values.filter((v) => v.trim() !== "").map(Number));
+      const hit = op === "is" ? 1 : 0;
+      for (let j = 0; j < np.n; j++) mask[np.rows[j]!] = nums.has(np.vals[j]!) ? hit : 1 - hit;
+    }
+  }
+  return mask;
 }
 
 /** Per-chunk tables for the filters; null when no row of the chunk can match. */
@@ -213,33 +364,29 @@ export function compile(c: Chunk, o: ScanOptions): Compiled | null {
   let rowOk: Uint8Array | null = null;
   for (const f of o.filters) {
     if (ENTRY_EXIT.has(f.dim)) continue;
-    if (f.dim === "name") {
-      nameOk = allowCodes(f.values, columns.column("name"));
-      if (!nameOk) return null;
-    } else if (f.dim === "pathname") {
-      pathOk = allowCodes(f.values, columns.column("pathname"));
-      if (!pathOk) return null;
+    if (f.dim === "name" || f.dim === "pathname") {
+      const column = columns.column(f.dim);
+      const { ok, passing } = codeTable(f, column);
+      if (passing === 0) return null;
+      if (passing === column.values.length) continue;
+      const prev = f.dim === "name" ? nameOk : pathOk;
+      if (prev && !andTable(prev, ok)) return null;
+      if (!prev) {
+        if (f.dim === "name") nameOk = ok;
+        else pathOk = ok;
+      }
     } else if (f.dim.startsWith(PROP_PREFIX)) {
-      const key = f.dim.slice(PROP_PREFIX.length);
-      const mask = new Uint8Array(c.n);
-      const sp = c.sp.get(key);
-      if (sp) {
-        const ok = allowCodes(f.values, sp.dict);
-        if (ok) for (let j = 0; j < sp.n; j++) if (ok[sp.codes[j]!]) mask[sp.rows[j]!] = 1;
-      }
-      const np = c.np.get(key);
-      if (np) {
-        const nums = new Set(f.values.map(Number).filter((v) => !Number.isNaN(v)));
-        for (let j = 0; j < np.n; j++) if (nums.has(np.vals[j]!)) mask[np.rows[j]!] = 1;
-      }
+      const mask = propMask(c, f.dim.slice(PROP_PREFIX.length), f);
+      if (!mask) return null;
       if (rowOk) for (let i = 0; i < c.n; i++) rowOk[i] = rowOk[i]! & mask[i]!;
       else rowOk = mask;
     } else {
       const dim = f.dim as CtxDim;
       if (!(CTX_DIMS as readonly string[]).includes(dim)) continue;
       const column = columns.column(dim);
-      const ok = allowCodes(f.values, column);
-      if (!ok) return null;
+      const { ok, passing } = codeTable(f, column);
+      if (passing === 0) return null;
+      if (passing === column.values.length) continue;
       const codes = column.codes;
       for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !ok[codes[x]!]) ctxOk[x] = 0;
     }

@@ -4,15 +4,24 @@
 // the event store of this process) is one implementation, so another can take its place
 // without a route changing. Types only.
 
-/** The app a query reads: its id, and its kind (bounce rates are for web apps). */
+/** The app a query reads: its id, its kind (bounce rates are for web apps) and its time zone (IANA name). */
 export interface StatsApp {
   id: number;
   kind: "app" | "web";
+  timezone: string;
 }
+
+/** Told when an app's time zone changes (PATCH /apps/{id}), so the event store keeps its days in it. */
+export interface AppZones {
+  zoneChanged(app: number, timezone: string): void;
+}
+
+/** Series points: local hours, days, ISO weeks (Monday first) or calendar months of the app's zone. */
+export type Interval = "hour" | "day" | "week" | "month";
 
 // ---- queries, as the routes validated them ------------------------------------------------
 
-/** Inclusive UTC dates (YYYY-MM-DD; default the last 7 days) and `dimension:value` filters. */
+/** Inclusive dates in the app's zone (YYYY-MM-DD; default the last 7 days) and `filter` items (`dim:v`, `dim!:v`, `dim~:text`; docs/metrics.md, Filters). */
 export interface WindowParams {
   from?: string;
   to?: string;
@@ -22,6 +31,8 @@ export interface WindowParams {
 export interface OverviewParams extends WindowParams {
   debug?: boolean;
   compare?: "previous";
+  /** Default day; hour for windows of at most 7 days. */
+  interval?: Interval;
 }
 
 export type BreakdownMetric = "events" | "sessions" | "users";
@@ -38,6 +49,8 @@ export interface ListParams extends WindowParams {
 }
 
 export interface EventDetailParams extends WindowParams {
+  /** Default day; hour for windows of at most 7 days. */
+  interval?: Interval;
   property?: string;
   /** A known dimension (the route refuses others). */
   by?: string;
@@ -57,6 +70,9 @@ export interface DebugParams {
 // ---- answers --------------------------------------------------------------------------------
 
 export interface DayPoint {
+  /** The bucket's label: its first local date (YYYY-MM-DD), or for hours its local start with offset (2026-03-08T03:00-07:00). */
+  date: string;
+  /** The local date the bucket starts on. */
   day: string;
   events: number;
   sessions: number;
@@ -71,6 +87,7 @@ export interface OverviewPoint extends DayPoint {
 export interface Period {
   from: string;
   to: string;
+  timezone: string;
   series: OverviewPoint[];
   totals: {
     events: number;
@@ -86,6 +103,7 @@ export interface Period {
 export interface OverviewAnswer {
   current: Period;
   previous: Period | null;
+  interval: Interval;
   sampled: false;
   source: "events" | "daily_totals";
 }
@@ -113,6 +131,8 @@ export interface EventsAnswer {
 
 export interface EventDetailAnswer {
   name: string;
+  interval: Interval;
+  timezone: string;
   series: DayPoint[];
   string_properties: { key: string; values: ValueCount[] }[];
   number_properties: { key: string; count: number; sum: number; mean: number; median: number; p95: number }[];

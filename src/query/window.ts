@@ -1,8 +1,10 @@
-// The date window of a stats query: inclusive UTC dates YYYY-MM-DD, by default the last
-// 7 days including today; `to` before `from`, or more than 366 days, is refused.
+// The date window of a stats query: inclusive dates YYYY-MM-DD in the app's time zone, by
+// default the last 7 days including today there; `to` before `from`, or more than 366
+// days, is refused. The window's instants run from the first instant of `from` in the
+// zone to the first instant of the day after `to` (days of 23 or 25 hours included).
 
 import { invalid } from "../model/errors.ts";
-import { DAY_MS, utcDay } from "../util/time.ts";
+import { dayNumberText, textDayNumber, zone } from "../util/zone.ts";
 
 export const DEFAULT_DAYS = 7;
 export const MAX_DAYS = 366;
@@ -10,25 +12,50 @@ export const MAX_DAYS = 366;
 export interface Window {
   from: string;
   to: string;
-  /** First ms of `from` and first ms after `to`. */
+  /** First instant (ms) of `from` and first instant after `to`, in the zone. */
   startMs: number;
   endMs: number;
   days: number;
+  /** Local day numbers (days since 1970-01-01 in the zone) of `from` and `to`. */
+  fromDay: number;
+  toDay: number;
+  /** The IANA zone the dates are in ("UTC" by default). */
+  timezone: string;
 }
 
 function parseDay(s: string, name: string): number {
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(s);
-  const ms = m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) : NaN;
-  if (!m || Number.isNaN(ms) || utcDay(ms) !== s) throw invalid("invalid_date", `${name} must be a date as YYYY-MM-DD (UTC).`);
-  return ms;
+  const d = textDayNumber(s);
+  if (Number.isNaN(d)) throw invalid("invalid_date", `${name} must be a date as YYYY-MM-DD (in the app's time zone).`);
+  return d;
 }
 
-export function resolveWindow(from: string | undefined, to: string | undefined, now: number): Window {
-  const today = Date.parse(utcDay(now));
-  const toMs = to ? parseDay(to, "to") : from ? Math.min(parseDay(from, "from") + (DEFAULT_DAYS - 1) * DAY_MS, today) : today;
-  const fromMs = from ? parseDay(from, "from") : toMs - (DEFAULT_DAYS - 1) * DAY_MS;
-  if (toMs < fromMs) throw invalid("invalid_window", "to is before from.");
-  const days = Math.round((toMs - fromMs) / DAY_MS) + 1;
+/** The window of local days fromDay..toDay in `timezone`. */
+export function windowOfDays(fromDay: number, toDay: number, timezone: string): Window {
+  const z = zone(timezone);
+  return {
+    from: dayNumberText(fromDay),
+    to: dayNumberText(toDay),
+    startMs: z.dayStart(fromDay),
+    endMs: z.dayStart(toDay + 1),
+    days: toDay - fromDay + 1,
+    fromDay,
+    toDay,
+    timezone,
+  };
+}
+
+/** `timezone`: a name isTimeZone accepts (the app's; UTC by default). */
+export function resolveWindow(from: string | undefined, to: string | undefined, now: number, timezone = "UTC"): Window {
+  const today = zone(timezone).day(now);
+  const toDay = to ? parseDay(to, "to") : from ? Math.min(parseDay(from, "from") + DEFAULT_DAYS - 1, today) : today;
+  const fromDay = from ? parseDay(from, "from") : toDay - (DEFAULT_DAYS - 1);
+  if (toDay < fromDay) throw invalid("invalid_window", "to is before from.");
+  const days = toDay - fromDay + 1;
   if (days > MAX_DAYS) throw invalid("invalid_window", `A window covers at most ${MAX_DAYS} days; narrow from and to.`);
-  return { from: utcDay(fromMs), to: utcDay(toMs), startMs: fromMs, endMs: toMs + DAY_MS, days };
+  return windowOfDays(fromDay, toDay, timezone);
+}
+
+/** The period of the same number of days just before `w`. */
+export function previousWindow(w: Window): Window {
+  return windowOfDays(w.fromDay - w.days, w.fromDay - 1, w.timezone);
 }

@@ -1,5 +1,8 @@
 // The jobs Sextant runs on its own, and when (UTC).
 
+import { yieldToLoop } from "../util/yield.ts";
+import { GROUP_DAYS } from "../store/rollup-refresh.ts";
+
 import type { Db } from "../domain/db.ts";
 import type { Logger } from "../infra/log.ts";
 import { purgeDeletedApps, purgeDeletedOrgs, purgeOldInvitations, type Purged } from "../domain/purge.ts";
@@ -87,12 +90,14 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       },
     },
     {
-      // Rollups: close idle sessions into their day; recompute days that late events touched.
+      // Rollups: close idle sessions into their day; recompute days that late events touched,
+      // or every day of an app whose time zone changed: a week of days a step, letting
+      // requests through between steps.
       name: "rollups",
       pattern: "30 * * * * *",
-      run(now) {
+      async run(now) {
         d.store.rollups.fold(now);
-        d.store.refreshRollups(now);
+        while (d.store.refreshRollups(now, GROUP_DAYS) > 0) await yieldToLoop();
       },
     },
     {
@@ -118,9 +123,10 @@ export function standardJobs(d: JobDeps): JobSpec[] {
       },
     },
     {
-      // A new visitor salt each UTC day; yesterday's is deleted so no hash can be recomputed.
+      // A new visitor salt each local day of each zone in use; the day before's is deleted so
+      // no hash can be recomputed. Every quarter hour: each zone's midnight is on one.
       name: "rotate-salts",
-      pattern: "0 0 0 * * *",
+      pattern: "0 */15 * * * *",
       run(now) {
         d.ingest.rotateSalts(now);
       },

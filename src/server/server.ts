@@ -169,6 +169,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     ingest,
     stats,
     storage: stats,
+    zones: stats,
     plans,
     billing,
     guard,

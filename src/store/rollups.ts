@@ -1,6 +1,6 @@
-// daily_totals: per app, UTC day and debug flag — events, pageviews, sessions, bounces,
-// session durations and the day's visitors — kept up to date as events arrive, so an
-// unfiltered overview never scans events.
+// daily_totals: per app, local day (in the app's time zone) and debug flag — events,
+// pageviews, sessions, bounces, session durations and the day's visitors — kept up to
+// date as events arrive, so an unfiltered overview never scans events.
 //
 // Definitions (docs/metrics.md): events and pageviews count on their own day; visitors
 // are distinct per day; a session counts on the day of its first event, with its
@@ -12,16 +12,24 @@
 // folded into their start day's aggregates (count, bounces, duration histogram) and
 // forgotten. An event for a session already folded (more than two days late) marks the
 // days it touches dirty; the rollup job then recomputes those days from the stored events.
+//
+// Days are the app's local days (util/zone.ts), numbered like UTC day numbers (days since
+// 1970-01-01 in local time), so a query asks for the same day numbers its window names.
+// When an app's zone changes, its days are cleared and every day holding its events is
+// marked dirty; the rollup job rebuilds them, and until it is done `rollupZone` answers
+// null so queries scan instead of reading half-built days.
 
 import { DistinctCounter } from "../structs/hll.ts";
 import type { Chunk } from "./chunk.ts";
 import type { StoredEvent } from "../model/event.ts";
 import { RecordTable } from "../structs/record-table.ts";
 import { DAY_MS } from "../util/time.ts";
+import { isTimeZone, zone, type Zone } from "../util/zone.ts";
 
 /** Sessions idle this long are folded into their start day. */
 export const SESSION_HOLD_MS = 2 * DAY_MS;
 
+/** UTC day number (partition dates); the rollups' days are the app's local days (Zone.day). */
 export const dayOf = (ms: number) => Math.floor(ms / DAY_MS);
 export const dayText = (d: number) => new Date(d * DAY_MS).toISOString().slice(0, 10);
 export const dayNumber = (text: string) => Math.floor(Date.parse(`${text}T00:00:00Z`) / DAY_MS);
@@ -103,7 +111,17 @@ export interface DayTotals {
   visitors: DistinctCounter;
 }
 
+const UTC = zone("UTC");
+
 class AppRollup {
+  /** The zone the days below are local days of. */
+  zone: Zone;
+  /** Its days are being rebuilt for a new zone (until `dirty` is empty): not to be read. */
+  rebuilding = false;
+  /** The latest local day seen and its bounds [dayFrom, dayTo): an append in it needs no zone lookup. */
+  dayFrom = Infinity;
+  dayTo = -Infinity;
+  dayNum = NaN;
   /** "day|debug" -> closed aggregates */
   days = new Map<string, DayAgg>();
   /** Open sessions summed per "day|debug", built on demand and dropped on any change. */
@@ -115,21 +133,88 @@ class AppRollup {
   dirty = new Set<number>();
   /** The aggregate the last event went to: appends come in runs of one day. Reset with `days`. */
   last: { day: number; debug: boolean; g: DayAgg } | null = null;
+
+  constructor(z: Zone) {
+    this.zone = z;
+  }
+
+  /** Local day of `ms`: the latest day's bounds, else the zone's offset table. */
+  day(ms: number): number {
+    if (ms >= this.dayFrom && ms < this.dayTo) return this.dayNum;
+    const d = this.zone.day(ms);
+    // Only a later day becomes the cached one: a late event does not move it back.
+    if (!(d <= this.dayNum)) {
+      this.dayNum = d;
+      this.dayFrom = this.zone.dayStart(d);
+      this.dayTo = this.zone.dayStart(d + 1);
+    }
+    return d;
+  }
+
+  /** Forgets every day (a new zone): the caller marks the days to rebuild. */
+  clearDays(z: Zone) {
+    this.zone = z;
+    this.days.clear();
+    this.openByDay = null;
+    this.last = null;
+    this.dayFrom = Infinity;
+    this.dayTo = -Infinity;
+    this.dayNum = NaN;
+  }
 }
 
 const key = (day: number, debug: boolean) => `${day}|${debug ? 1 : 0}`;
 
 export class Rollups {
   private apps = new Map<number, AppRollup>();
+  /** Each app's zone as the metadata store says (absent: UTC); an app's rollup starts in it. */
+  private zones = new Map<number, Zone>();
 
   private lastApp: { id: number; a: AppRollup } | null = null;
 
   private app(id: number): AppRollup {
     if (this.lastApp?.id === id) return this.lastApp.a;
     let a = this.apps.get(id);
-    if (!a) this.apps.set(id, (a = new AppRollup()));
+    if (!a) this.apps.set(id, (a = new AppRollup(this.zones.get(id) ?? UTC)));
     this.lastApp = { id, a };
     return a;
+  }
+
+  /** The zone an app's days are (or are being rebuilt) in. */
+  zoneOf(app: number): Zone {
+    return this.apps.get(app)?.zone ?? this.zones.get(app) ?? UTC;
+  }
+
+  /** The zone an app's day totals are complete in; null while they are rebuilt for a new one. */
+  rollupZone(app: number): string | null {
+    const a = this.apps.get(app);
+    if (!a) return (this.zones.get(app) ?? UTC).name;
+    return a.rebuilding ? null : a.zone.name;
+  }
+
+  /**
+   * Keeps an app's days in zone `name` (an unknown name counts as UTC). When that changes
+   * them, they are cleared and every local day that `spans` (the time ranges of its stored
+   * events: partitions, heads) touch is marked dirty, to be rebuilt by the rollup job;
+   * `rollupZone` answers null meanwhile. Answers how many days are to be rebuilt.
+   */
+  setZone(app: number, name: string, spans: [number, number][]): number {
+    const z = name !== "UTC" && isTimeZone(name) ? zone(name) : UTC;
+    if (z === UTC) this.zones.delete(app);
+    else this.zones.set(app, z);
+    const had = this.apps.get(app);
+    // An app without day totals in UTC has nothing to move (as before zones existed).
+    if (had ? had.zone === z : spans.length === 0 || z.utc) return 0;
+    const a = this.app(app);
+    a.clearDays(z);
+    a.dirty.clear();
+    for (const [from, to] of spans) {
+      if (!(to > from)) continue;
+      const last = z.day(to - 1);
+      for (let d = z.day(from); d <= last; d++) a.dirty.add(d);
+    }
+    a.rebuilding = a.dirty.size > 0;
+    return a.dirty.size;
   }
 
   private agg(a: AppRollup, day: number, debug: boolean): DayAgg {
@@ -162,7 +247,7 @@ export class Rollups {
     for (let i = from; i < to; i++) {
       const e = events[i]!;
       const ts = e.ts;
-      const d = dayOf(ts);
+      const d = a.day(ts);
       if (d !== day || !g) {
         day = d;
         g = this.agg(a, d, debug);
@@ -202,7 +287,7 @@ export class Rollups {
         const r = a.open.rec;
         if (now - r[o + LAST]! < SESSION_HOLD_MS) continue;
         const id = r[o]!;
-        const d = dayOf(r[o + FIRST]!);
+        const d = a.zone.day(r[o + FIRST]!);
         this.agg(a, d, r[o + DEBUG] === 1).addSession(r[o + LAST]! - r[o + FIRST]!, r[o + EVENTS]! <= 1 && r[o + PAGEVIEWS]! <= 1);
         a.open.remove(o);
         setFolded(a.folded, id, d);
@@ -210,7 +295,7 @@ export class Rollups {
       }
       // A folded id older than the 7 days ingest accepts can no longer come back.
       for (let o = a.folded.end - FOLDED_WIDTH; o >= 0; o -= FOLDED_WIDTH)
-        if ((a.folded.rec[o + FOLDED_DAY]! + 9) * DAY_MS < now) a.folded.remove(o);
+        if (isFoldedExpired(a.folded.rec[o + FOLDED_DAY]!, now)) a.folded.remove(o);
     }
     return n;
   }
@@ -228,6 +313,7 @@ export class Rollups {
    */
   recompute(app: number, days: number[], chunks: Chunk[], now: number): void {
     const a = this.app(app);
+    const z = a.zone;
     a.openByDay = null;
     const wanted = new Set(days);
     const fresh = new Map<string, DayAgg>();
@@ -240,7 +326,7 @@ export class Rollups {
         const debug = c.debug[x] === 1;
         const id = c.session[x]!;
         const isPv = c.name[i] === pv;
-        const d = dayOf(ts);
+        const d = z.day(ts);
         if (wanted.has(d)) {
           const k = key(d, debug);
           let g = fresh.get(k);
@@ -264,17 +350,22 @@ export class Rollups {
     for (const d of days) for (const debug of [false, true]) a.days.delete(key(d, debug));
     for (const [k, g] of fresh) a.days.set(k, g);
     for (const [id, s] of sessions) {
-      const d = dayOf(s.first);
+      const d = z.day(s.first);
       if (!wanted.has(d)) continue;
       if (now - s.last < SESSION_HOLD_MS) setOpen(a.open, id, s);
       else {
         const o = a.open.find(id);
         if (o >= 0) a.open.remove(o);
         this.agg(a, d, s.debug).addSession(s.last - s.first, s.events <= 1 && s.pageviews <= 1);
-        setFolded(a.folded, id, d);
+        // Remembered only while a late event may still come (fold prunes by the same rule): a
+        // rebuild of a year's days would otherwise hold every session of the year.
+        const f = a.folded.find(id);
+        if (!isFoldedExpired(d, now)) setFolded(a.folded, id, d);
+        else if (f >= 0) a.folded.remove(f);
       }
     }
     for (const d of days) a.dirty.delete(d);
+    if (a.dirty.size === 0) a.rebuilding = false;
   }
 
   /** Totals of one day for one debug flag, open sessions included. */
@@ -319,7 +410,7 @@ export class Rollups {
     const m = new Map<string, { sessions: number; bounces: number; durations: Map<number, number> }>();
     const r = a.open.rec;
     for (let o = 0; o < a.open.end; o += OPEN_WIDTH) {
-      const k = key(dayOf(r[o + FIRST]!), r[o + DEBUG] === 1);
+      const k = key(a.zone.day(r[o + FIRST]!), r[o + DEBUG] === 1);
       let e = m.get(k);
       if (!e) m.set(k, (e = { sessions: 0, bounces: 0, durations: new Map() }));
       e.sessions++;
@@ -337,6 +428,7 @@ export class Rollups {
 
   dropApp(app: number) {
     this.apps.delete(app);
+    this.zones.delete(app);
     this.lastApp = null;
   }
 
@@ -358,7 +450,12 @@ export class Rollups {
     const f = new Float64Array(this.apps.size * 3 + open * OPEN_WIDTH + folded * FOLDED_WIDTH);
     let k = 0;
     for (const [id, a] of this.apps) {
-      out[id] = { days: [...a.days].map(([key, g]) => [key, g.serialize()]), dirty: [...a.dirty] };
+      out[id] = {
+        days: [...a.days].map(([key, g]) => [key, g.serialize()]),
+        dirty: [...a.dirty],
+        zone: a.zone.name,
+        rebuilding: a.rebuilding,
+      };
       f[k++] = id;
       f[k++] = a.open.size;
       f[k++] = a.folded.size;
@@ -370,14 +467,23 @@ export class Rollups {
     return { days: JSON.stringify(out), sessions: new Uint8Array(f.buffer) };
   }
 
+  /**
+   * Loads a checkpoint's state: each app's days in the zone they were kept in (state from
+   * before zones: UTC). Zones the metadata store says differently are set after this
+   * (`setZone`), which rebuilds those apps' days.
+   */
   restore(days: string, sessions?: Uint8Array): void {
     this.apps.clear();
     this.lastApp = null;
-    const o = JSON.parse(days) as Record<string, { days: [string, ReturnType<DayAgg["serialize"]>][]; dirty: number[] }>;
+    const o = JSON.parse(days) as Record<
+      string,
+      { days: [string, ReturnType<DayAgg["serialize"]>][]; dirty: number[]; zone?: string; rebuilding?: boolean }
+    >;
     for (const [id, v] of Object.entries(o)) {
-      const a = new AppRollup();
+      const a = new AppRollup(v.zone && v.zone !== "UTC" && isTimeZone(v.zone) ? zone(v.zone) : UTC);
       for (const [k, g] of v.days) a.days.set(k, DayAgg.from(g));
       a.dirty = new Set(v.dirty);
+      a.rebuilding = v.rebuilding === true && a.dirty.size > 0;
       this.apps.set(Number(id), a);
     }
     if (!sessions || sessions.byteLength === 0) return;
@@ -404,6 +510,9 @@ function setOpen(t: RecordTable, id: number, s: OpenSession) {
   r[o + PAGEVIEWS] = s.pageviews;
   r[o + DEBUG] = s.debug ? 1 : 0;
 }
+
+/** A session folded on local day `day` can no longer get an event (ingest takes them up to 7 days old). */
+const isFoldedExpired = (day: number, now: number) => (day + 9) * DAY_MS < now;
 
 function setFolded(t: RecordTable, id: number, day: number) {
   let o = t.find(id);

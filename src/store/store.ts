@@ -289,9 +289,34 @@ export class EventStore {
 
   // ---- rollups and purges -------------------------------------------------------------------
 
-  /** Recomputes days whose rollups were marked dirty, from the stored events (rollup-refresh.ts). */
-  refreshRollups(now: number): number {
-    return refreshRollups(this, now);
+  /**
+   * Recomputes days whose rollups were marked dirty, from the stored events (rollup-refresh.ts);
+   * `maxDays`: at most about that many in this call (the rollup job yields between calls).
+   */
+  refreshRollups(now: number, maxDays?: number): number {
+    return refreshRollups(this, now, maxDays);
+  }
+
+  /**
+   * The time zone an app's day totals are kept in (an IANA name; UTC for apps never set).
+   * A change clears them and marks every local day of the app's stored events dirty: the
+   * rollup job rebuilds them, and `rollupZone` answers null until it is done.
+   */
+  setZone(app: number, tz: string): void {
+    const spans: [number, number][] = this.catalog.plan(app, -Infinity, Infinity).map((p) => [p.startMs, p.endMs]);
+    for (const h of this.s.heads.of(app)) if (h.n > 0) spans.push([h.minTs, h.maxTs + 1]);
+    const n = this.rollups.setZone(app, tz, spans);
+    if (n > 0) this.o.log.info("store: day totals to rebuild for a new time zone", { app, zone: tz, days: n });
+  }
+
+  /** Every app's zone at start-up (apps not named: UTC), after the checkpoint's rollups are loaded. */
+  setZones(zones: Iterable<[number, string]>): void {
+    for (const [app, tz] of zones) this.setZone(app, tz);
+  }
+
+  /** The zone an app's day totals are complete in, or null while they are rebuilt for a new zone (queries then scan). */
+  rollupZone(app: number): string | null {
+    return this.rollups.rollupZone(app);
   }
 
   /** Every app the store holds anything of: partitions, recent events, day totals. */

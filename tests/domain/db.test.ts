@@ -64,6 +64,25 @@ describe("metadata store", () => {
     again.close();
   });
 
+  test("apps have a time zone, UTC by default; run again (user_version lowered by hand), migration 10 keeps the column and values", () => {
+    const dir = tmp();
+    const db = openDb(dir);
+    db.run("INSERT INTO orgs (name, created_at) VALUES ('acme', 1)");
+    db.run("INSERT INTO apps (org_id, kind, name, created_at) VALUES (1, 'app', 'x', 1)");
+    db.run("INSERT INTO apps (org_id, kind, name, timezone, created_at) VALUES (1, 'app', 'y', 'Asia/Kolkata', 1)");
+    expect(db.query("SELECT name, timezone FROM apps ORDER BY id").all()).toEqual([
+      { name: "x", timezone: "UTC" },
+      { name: "y", timezone: "Asia/Kolkata" },
+    ]);
+    db.run("PRAGMA user_version = 9");
+    expect(migrate(db, MIGRATIONS)).toBe(MIGRATIONS.filter((m) => m.version > 9).length);
+    expect(db.query("SELECT name, timezone FROM apps ORDER BY id").all()).toEqual([
+      { name: "x", timezone: "UTC" },
+      { name: "y", timezone: "Asia/Kolkata" },
+    ]);
+    db.close();
+  });
+
   test("a failing migration rolls back whole and leaves the version", () => {
     const dir = tmp();
     const db = openDb(dir);

@@ -27,8 +27,8 @@ export interface RefDay {
   durations: number[];
 }
 
-/** Daily totals for one app and debug flag: events by their day, sessions by their first event's day. */
-export function refDaily(events: StoredEvent[], debug: boolean): Map<string, RefDay> {
+/** Daily totals for one app and debug flag: events by their day, sessions by their first event's day (UTC days unless `dayOf` says otherwise). */
+export function refDaily(events: StoredEvent[], debug: boolean, dayOf: (ms: number) => string = day): Map<string, RefDay> {
   const out = new Map<string, RefDay>();
   const get = (d: string) =>
     out.get(d) ?? out.set(d, { events: 0, pageviews: 0, users: 0, sessions: 0, bounces: 0, durations: [] }).get(d)!;
@@ -36,17 +36,17 @@ export function refDaily(events: StoredEvent[], debug: boolean): Map<string, Ref
   const sessions = new Map<number, StoredEvent[]>();
   for (const e of events) {
     if (e.debug !== debug) continue;
-    const d = get(day(e.ts));
+    const d = get(dayOf(e.ts));
     d.events++;
     if (e.name === "pageview") d.pageviews++;
-    (visitors.get(day(e.ts)) ?? visitors.set(day(e.ts), new Set()).get(day(e.ts))!).add(e.visitor);
+    (visitors.get(dayOf(e.ts)) ?? visitors.set(dayOf(e.ts), new Set()).get(dayOf(e.ts))!).add(e.visitor);
     (sessions.get(e.session) ?? sessions.set(e.session, []).get(e.session)!).push(e);
   }
   for (const [d, v] of visitors) get(d).users = v.size;
   for (const evs of sessions.values()) {
     const first = Math.min(...evs.map((e) => e.ts));
     const last = Math.max(...evs.map((e) => e.ts));
-    const d = get(day(first));
+    const d = get(dayOf(first));
     d.sessions++;
     const pv = evs.filter((e) => e.name === "pageview").length;
     if (evs.length <= 1 && pv <= 1) d.bounces++;
@@ -57,13 +57,43 @@ export function refDaily(events: StoredEvent[], debug: boolean): Map<string, Ref
 
 // ---- stats endpoints, the slow and obvious way ------------------------------------------------
 
+/** A filter: dimension, values, operator (default is); docs/metrics.md, "Filters". */
+export type RefFilter = [dim: string, values: string[], op?: "is" | "not" | "contains"];
+
 export interface RefQuery {
   from: number; // ms, inclusive
   to: number; // ms, exclusive
   debug: boolean;
-  filters: [string, string[]][];
+  filters: RefFilter[];
   kind: "app" | "web";
+  /** The app's IANA zone (default UTC): days, buckets and heatmap hours are local to it. */
+  timezone?: string;
 }
+
+/** Whether a value passes a filter; no value (a property's absence too) is "". */
+export function refPasses(v: string | undefined, [, vs, op = "is"]: RefFilter): boolean {
+  const s = v ?? "";
+  if (op === "contains") return s !== "" && vs.some((t) => s.toLowerCase().includes(t.toLowerCase()));
+  return vs.includes(s) === (op === "is");
+}
+
+/** Repeated `is` filters on one dimension are one, their values ORed; the others stay ANDed. */
+function refMerged(filters: RefFilter[]): RefFilter[] {
+  const out: RefFilter[] = [];
+  const isOf = new Map<string, string[]>();
+  for (const [d, vs, op = "is"] of filters) {
+    if (op !== "is") out.push([d, vs, op]);
+    else if (isOf.has(d)) isOf.get(d)!.push(...vs);
+    else {
+      isOf.set(d, [...vs]);
+      out.push([d, isOf.get(d)!, "is"]);
+    }
+  }
+  return out;
+}
+
+/** The query without its filters on name: the funnel and event detail choose their events by name. */
+const withoutName = (q: RefQuery): RefQuery => ({ ...q, filters: q.filters.filter(([d]) => d !== "name") });
 
 const DAYMS = 86_400_000;
 
@@ -86,15 +116,16 @@ export function refSessionPlace(evs: StoredEvent[], which: "entry" | "exit"): st
 
 /** Events passing debug, filters (entry/exit judged on the session's matching events), in [from, to). */
 export function refMatch(all: StoredEvent[], q: RefQuery, from = q.from, to = q.to): StoredEvent[] {
-  const plain = q.filters.filter(([d]) => d !== "entry" && d !== "exit");
-  const sess = q.filters.filter(([d]) => d === "entry" || d === "exit");
-  const pass = (e: StoredEvent) => e.debug === q.debug && plain.every(([d, vs]) => vs.includes(dimValue(e, d) ?? "\u0000none"));
+  const filters = refMerged(q.filters);
+  const plain = filters.filter(([d]) => d !== "entry" && d !== "exit");
+  const sess = filters.filter(([d]) => d === "entry" || d === "exit");
+  const pass = (e: StoredEvent) => e.debug === q.debug && plain.every((f) => refPasses(dimValue(e, f[0]), f));
   let evs = all.filter(pass);
   if (sess.length) {
     const near = evs.filter((e) => e.ts >= from - DAYMS && e.ts < to + DAYMS);
     const by = groupBy(near, (e) => e.session);
     const ok = new Set(
-      [...by].filter(([, es]) => sess.every(([d, vs]) => vs.includes(refSessionPlace(es, d as "entry" | "exit")))).map(([s]) => s),
+      [...by].filter(([, es]) => sess.every((f) => refPasses(refSessionPlace(es, f[0] as "entry" | "exit"), f))).map(([s]) => s),
     );
     evs = evs.filter((e) => ok.has(e.session));
   }
@@ -107,15 +138,86 @@ export function groupBy<T, K>(xs: T[], key: (x: T) => K): Map<K, T[]> {
   return m;
 }
 
-const dayOfMs = (ms: number) => new Date(Math.floor(ms / DAYMS) * DAYMS).toISOString().slice(0, 10);
+// ---- time zones, straight from Intl (not src/util/zone.ts: the reference is its own) -------------
+
+export type RefInterval = "hour" | "day" | "week" | "month";
+
+const fmts = new Map<string, Intl.DateTimeFormat>();
+/** Local calendar parts of `ms` in `tz`, and the offset as ±HH:MM (or Z). */
+export function refLocal(ms: number, tz = "UTC") {
+  let f = fmts.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat("en-US", {
+      timeZone: tz,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      weekday: "short",
+    });
+    fmts.set(tz, f);
+  }
+  const p: Record<string, string> = {};
+  for (const part of f.formatToParts(ms)) p[part.type] = part.value;
+  const date = `${p.year}-${p.month}-${p.day}`;
+  // The offset: local wall time read as UTC, minus the instant (both to the minute).
+  const minutes = (Date.parse(`${date}T${p.hour}:${p.minute}:00Z`) - Math.floor(ms / 60_000) * 60_000) / 60_000;
+  const abs = Math.abs(minutes);
+  const off =
+    minutes === 0 ? "Z" : `${minutes < 0 ? "-" : "+"}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
+  const weekday = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].indexOf(p.weekday!) + 1;
+  return { date, hour: Number(p.hour), weekday, off };
+}
+
+/** The local date of `ms` in `tz`. */
+export const refDay = (ms: number, tz = "UTC") => refLocal(ms, tz).date;
+
+/** The first instant of local date `date` in `tz` (searched minute by minute around UTC midnight). */
+export function refDayStart(date: string, tz = "UTC"): number {
+  const utc = Date.parse(`${date}T00:00:00Z`);
+  for (let t = utc - 15 * 3_600_000; t <= utc + 15 * 3_600_000; t += 60_000) if (refDay(t, tz) === date) return t;
+  throw new Error(`no start for ${date} in ${tz}`);
+}
+
+/** The query window [from, to) of local dates `from`..`to` in `tz`. */
+export function refWindow(from: string, to: string, tz = "UTC"): { from: number; to: number } {
+  const next = new Date(Date.parse(`${to}T00:00:00Z`) + DAYMS).toISOString().slice(0, 10);
+  return { from: refDayStart(from, tz), to: refDayStart(next, tz) };
+}
+
+/** The bucket of `ms`: its label (`date` of a point) and the local date it starts on (`day`). */
+export function refBucket(ms: number, tz: string, interval: RefInterval): { date: string; day: string } {
+  const l = refLocal(ms, tz);
+  if (interval === "hour") return { date: `${l.date}T${String(l.hour).padStart(2, "0")}:00${l.off}`, day: l.date };
+  if (interval === "day") return { date: l.date, day: l.date };
+  if (interval === "month") return { date: `${l.date.slice(0, 7)}-01`, day: `${l.date.slice(0, 7)}-01` };
+  const monday = new Date(Date.parse(`${l.date}T00:00:00Z`) - (l.weekday - 1) * DAYMS).toISOString().slice(0, 10);
+  return { date: monday, day: monday };
+}
+
+/** Every bucket of the window, oldest first (walked a quarter hour at a time: no zone changes offset between). */
+export function refBuckets(q: RefQuery, interval: RefInterval): { date: string; day: string }[] {
+  const out: { date: string; day: string }[] = [];
+  for (let t = q.from; t < q.to; t += 900_000) {
+    const b = refBucket(t, q.timezone ?? "UTC", interval);
+    if (out.length === 0 || out[out.length - 1]!.date !== b.date) out.push(b);
+  }
+  return out;
+}
+
 const r4 = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
 
-export function refOverviewPeriod(all: StoredEvent[], q: RefQuery) {
-  const days: string[] = [];
-  for (let t = q.from; t < q.to; t += DAYMS) days.push(dayOfMs(t));
+/** The overview's period: points by `interval` of the query's zone (users: distinct visitor ids per bucket) and totals. */
+export function refOverviewPeriod(all: StoredEvent[], q: RefQuery, interval: RefInterval = "day") {
+  const tz = q.timezone ?? "UTC";
+  const dayOfMs = (ms: number) => refBucket(ms, tz, interval).date;
+  const buckets = refBuckets(q, interval);
+  const days = buckets.map((b) => b.date);
   const inWin = refMatch(all, q);
   const near = refMatch(all, q, q.from - DAYMS, q.to + DAYMS);
-  const series = days.map((day) => ({ day, events: 0, sessions: 0, users: 0, pageviews: 0 }));
+  const series = buckets.map((b) => ({ date: b.date, day: b.day, events: 0, sessions: 0, users: 0, pageviews: 0 }));
   const idx = new Map(days.map((d, i) => [d, i]));
   for (const e of inWin) {
     const p = series[idx.get(dayOfMs(e.ts))!]!;
@@ -194,7 +296,7 @@ export function refBreakdown(all: StoredEvent[], q: RefQuery, dim: string, metri
         ? es.length
         : metric === "sessions"
           ? new Set(es.map((e) => e.session)).size
-          : new Set(es.map((e) => `${dayOfMs(e.ts)}|${e.visitor}`)).size,
+          : new Set(es.map((e) => `${refDay(e.ts, q.timezone)}|${e.visitor}`)).size,
   }));
   rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
   return rows.slice(0, limit);
@@ -202,11 +304,12 @@ export function refBreakdown(all: StoredEvent[], q: RefQuery, dim: string, metri
 
 export function refEvents(all: StoredEvent[], q: RefQuery, limit: number) {
   const evs = refMatch(all, q);
-  const ndays = Math.round((q.to - q.from) / DAYMS);
+  const days = refBuckets(q, "day").map((b) => b.date);
+  const ndays = days.length;
   const rows = [...groupBy(evs, (e) => e.name)].map(([name, es]) => {
     const series = new Array(ndays).fill(0);
-    for (const e of es) series[Math.floor((e.ts - q.from) / DAYMS)]++;
-    return { name, events: es.length, users: new Set(es.map((e) => `${dayOfMs(e.ts)}|${e.visitor}`)).size, series };
+    for (const e of es) series[days.indexOf(refDay(e.ts, q.timezone))]++;
+    return { name, events: es.length, users: new Set(es.map((e) => `${refDay(e.ts, q.timezone)}|${e.visitor}`)).size, series };
   });
   rows.sort((a, b) => b.events - a.events || (a.name < b.name ? -1 : 1));
   return rows.slice(0, limit);
@@ -214,7 +317,7 @@ export function refEvents(all: StoredEvent[], q: RefQuery, limit: number) {
 
 export function refFunnel(all: StoredEvent[], q: RefQuery, steps: string[], windowSeconds: number) {
   const w = windowSeconds * 1000;
-  const evs = refMatch(all, q, q.from, q.to + w).filter((e) => steps.includes(e.name));
+  const evs = refMatch(all, withoutName(q), q.from, q.to + w).filter((e) => steps.includes(e.name));
   const counts = new Array(steps.length).fill(0);
   for (const es of groupBy(evs, (e) => e.session).values()) {
     es.sort((a, b) => a.ts - b.ts);
@@ -256,30 +359,32 @@ export function refPaths(all: StoredEvent[], q: RefQuery, after: string) {
 export function refHeatmap(all: StoredEvent[], q: RefQuery) {
   const out: { weekday: number; hour: number; sessions: number }[] = [];
   for (let wd = 1; wd <= 7; wd++) for (let h = 0; h < 24; h++) out.push({ weekday: wd, hour: h, sessions: 0 });
-  // A session counts once in each hour (of real time) in which it had an event.
+  // A session counts once in each hour (of real time, local to the zone: an hour repeated
+  // when the clocks go back is two) in which it had an event.
   const seen = new Set<string>();
   for (const e of refMatch(all, q)) {
-    const hi = Math.floor(e.ts / 3_600_000);
-    const k = `${e.session}|${hi}`;
+    const l = refLocal(e.ts, q.timezone);
+    const k = `${e.session}|${l.date}T${l.hour}${l.off}`;
     if (seen.has(k)) continue;
     seen.add(k);
-    const d = new Date(hi * 3_600_000);
-    out[((d.getUTCDay() + 6) % 7) * 24 + d.getUTCHours()]!.sessions++;
+    out[(l.weekday - 1) * 24 + l.hour]!.sessions++;
   }
   return out;
 }
 
-/** Event detail's daily series of one event name: the days with events, oldest first. */
-export function refEventSeries(all: StoredEvent[], q: RefQuery, name: string) {
-  const byDay = new Map<string, { events: number; sessions: Set<number>; users: Set<number> }>();
-  for (const e of refMatch(all, q).filter((e) => e.name === name)) {
-    const day = new Date(e.ts).toISOString().slice(0, 10);
-    const p = byDay.get(day) ?? byDay.set(day, { events: 0, sessions: new Set(), users: new Set() }).get(day)!;
+/** Event detail's series of one event name by `interval` of the query's zone: the buckets with events, oldest first. */
+export function refEventSeries(all: StoredEvent[], q: RefQuery, name: string, interval: RefInterval = "day") {
+  const byDay = new Map<string, { day: string; events: number; sessions: Set<number>; users: Set<number> }>();
+  for (const e of refMatch(all, withoutName(q)).filter((e) => e.name === name)) {
+    const b = refBucket(e.ts, q.timezone ?? "UTC", interval);
+    const p = byDay.get(b.date) ?? byDay.set(b.date, { day: b.day, events: 0, sessions: new Set(), users: new Set() }).get(b.date)!;
     p.events++;
     p.sessions.add(e.session);
     p.users.add(e.visitor);
   }
+  // In time order: the buckets' labels sort as text, except repeated hours (their offsets).
+  const order = new Map(refBuckets(q, interval).map((b, i) => [b.date, i]));
   return [...byDay]
-    .sort(([x], [y]) => (x < y ? -1 : 1))
-    .map(([day, p]) => ({ day, events: p.events, sessions: p.sessions.size, users: p.users.size }));
+    .sort(([x], [y]) => order.get(x)! - order.get(y)!)
+    .map(([date, p]) => ({ date, day: p.day, events: p.events, sessions: p.sessions.size, users: p.users.size }));
 }

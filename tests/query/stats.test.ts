@@ -92,9 +92,12 @@ describe("stats against the reference", () => {
   test("overview: unfiltered from rollups and filtered from events, with compare", async () => {
     for (const filters of FILTER_SETS) {
       for (const debug of [false, true]) {
-        const o = await get<{ current: { series: unknown; totals: unknown }; previous: unknown; source: string }>(
-          `/apps/${web.appId}/overview?${qs(filters, { debug: String(debug), compare: "previous" })}`,
-        );
+        const o = await get<{
+          current: { series: unknown; totals: unknown; timezone: string };
+          previous: unknown;
+          source: string;
+          interval: string;
+        }>(`/apps/${web.appId}/overview?${qs(filters, { debug: String(debug), compare: "previous" })}`);
         const want = refOverviewPeriod(webEvents, q("web", filters, debug));
         expect({ filters, debug, series: o.current.series, totals: o.current.totals }).toEqual({
           filters,
@@ -104,6 +107,8 @@ describe("stats against the reference", () => {
         });
         expect(o.source).toBe(filters.length ? "events" : "daily_totals");
         expect(o.previous).not.toBeNull();
+        // An app never given a zone counts UTC days, by day unless asked otherwise.
+        expect({ interval: o.interval, timezone: o.current.timezone }).toEqual({ interval: "day", timezone: "UTC" });
       }
     }
     const a = await get<{ current: { totals: { bounce_rate: number; events: number } } }>(`/apps/${app.appId}/overview?${qs([])}`);

@@ -860,12 +860,23 @@ function queryValue(r: Rng, w: World, p: Param): string[] {
     case "filter": {
       const vals: string[] = [];
       for (let n = r.int(1, 3); n > 0; n--) {
-        const good = `${r.pick(DIMENSIONS)}:${r.pick(["GB", "US", "iOS", "open", "web", "/", r.word()])}`;
+        // Every operator (is, is not, contains), sometimes any of two values.
+        const value = () => r.pick(["GB", "US", "iOS", "open", "web", "/", r.word()]);
+        const good = `${r.pick(DIMENSIONS)}${r.pick(["", "", "!", "~"])}:${r.chance(0.2) ? `${value()}|${value()}` : value()}`;
         vals.push(
           pct(
             r.chance(0.75)
               ? good
-              : r.pick([`prop:plan:${r.word()}`, "prop:", "country", `nope:${r.word()}`, `name:${r.pick(HOSTILE_STRINGS)}`]),
+              : r.pick([
+                  `prop:plan:${r.word()}`,
+                  `prop:plan~:${r.word()}`,
+                  "prop:",
+                  "country",
+                  "pathname~:",
+                  "country:a\\q",
+                  `nope!:${r.word()}`,
+                  `name:${r.pick(HOSTILE_STRINGS)}`,
+                ]),
           ),
         );
       }

@@ -5,6 +5,7 @@
 
 import type { FunctionComponent } from "preact";
 import { api, isShared, type AppView } from "../api.ts";
+import { zoneOf } from "../format.ts";
 import { DateRange, FilterChips, Toggle } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
 import { ErrorBox, Loading } from "../parts/ui.tsx";
@@ -101,7 +102,7 @@ export function AppPage({
       </nav>
       {spec?.window && (
         <div class="controls">
-          <DateRange />
+          <DateRange zone={spec.id === "usage" ? "UTC" : zoneOf(a)} />
           {spec.takes?.compare && <Toggle name="compare" label="Compare with the previous period" />}
           {spec.takes?.debug && a.kind === "app" && (
             <Toggle name="debug" label="Debug data" title="Show events sent by debug builds instead of production" />
@@ -114,16 +115,28 @@ export function AppPage({
   );
 }
 
-/** Loads an app, and remembers its kind so that the next visit's prefetch knows its first panels. */
+/**
+ * Loads an app, and remembers its kind and time zone so that the next visit's prefetch
+ * knows its first panels and its days.
+ */
 export const loadApp = (id: number) => async () => {
   const app = await api.app(id);
   try {
     localStorage.setItem(`sextant.kind.${id}`, app.kind);
+    localStorage.setItem(`sextant.zone.${id}`, zoneOf(app));
   } catch {
     // storage off: the next visit waits for the app before its panels
   }
   return app;
 };
+
+export function knownZone(id: number): string | null {
+  try {
+    return localStorage.getItem(`sextant.zone.${id}`);
+  } catch {
+    return null;
+  }
+}
 
 export function knownKind(id: number): "web" | "app" | null {
   try {

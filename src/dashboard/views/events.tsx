@@ -1,11 +1,11 @@
 // Events: the app's events in the window (name, events, users, a sparkline of events per
-// day), in the API's order; an event opens its detail (the path's last part): its daily
-// trend, the top values of its text properties (a value becomes a prop:KEY:value filter),
-// statistics of its number properties, and one number property per value of a dimension
-// (`property` and `by`, both in the URL query).
+// local day), in the API's order; an event opens its detail (the path's last part): its
+// trend per hour, day, week or month (`interval`), the top values of its text properties
+// (a value becomes a prop:KEY:value filter), statistics of its number properties, and one
+// number property per value of a dimension (`property` and `by`, both in the URL query).
 
 import { useState } from "preact/hooks";
-import type { Window } from "../api.ts";
+import { pointDate, type Window } from "../api.ts";
 import {
   DIMENSIONS,
   eventsApi,
@@ -15,8 +15,9 @@ import {
   type PropertyGroup,
   type StringProperty,
 } from "../api-events.ts";
+import { INTERVALS, zoneOf, type Interval } from "../format.ts";
 import { TimeChart } from "../parts/chart.tsx";
-import { addFilter, currentWindow } from "../parts/controls.tsx";
+import { addFilter, currentInterval, currentWindow, IntervalPick } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
 import { Spark } from "../parts/spark.tsx";
 import { BarRow, Card, ErrorBox, LoadState, Loading, Num } from "../parts/ui.tsx";
@@ -27,10 +28,10 @@ import type { AppViewProps } from "./app.tsx";
 export const appBase = (place: Place, appId: number) =>
   place.page === "share" ? `/share/${encodeURIComponent(place.shareToken!)}` : `/apps/${appId}`;
 
-/** The window of a stats call from the URL (these endpoints take no debug or compare). */
-export function statsWindow(): Window & { key: string } {
-  const w = currentWindow();
-  return { from: w.from, to: w.to, filter: w.filter, key: [w.from, w.to, ...w.filter].join("|") };
+/** The window of a stats call from the URL, in the app's zone (these endpoints take no debug or compare). */
+export function statsWindow(zone: string): Window & { key: string; zone: string } {
+  const w = currentWindow(zone);
+  return { from: w.from, to: w.to, filter: w.filter, zone, key: [w.from, w.to, ...w.filter].join("\n") };
 }
 
 /** The event list of the window, shared by the funnel and paths pickers. */
@@ -51,22 +52,30 @@ const exact = (n: number) => String(Math.round(n * 1000) / 1000);
 
 export function Events({ app, place }: AppViewProps) {
   const base = appBase(place, app.id);
-  return place.sub ? <Detail appId={app.id} base={base} name={place.sub} /> : <List appId={app.id} base={base} />;
+  const zone = zoneOf(app);
+  return place.sub ? <Detail appId={app.id} base={base} name={place.sub} zone={zone} /> : <List appId={app.id} base={base} zone={zone} />;
 }
 
-function List({ appId, base }: { appId: number; base: string }) {
-  const w = statsWindow();
+function List({ appId, base, zone }: { appId: number; base: string; zone: string }) {
+  const w = statsWindow(zone);
   const l = useLoad(() => eventsApi.list(appId, w, 100), [appId, w.key]);
   return (
-    <Card title="Events" actions={<span class="muted small">{w.from === w.to ? w.from : `${w.from} – ${w.to}`} (UTC)</span>}>
+    <Card
+      title="Events"
+      actions={
+        <span class="muted small">
+          {w.from === w.to ? w.from : `${w.from} – ${w.to}`} ({zone})
+        </span>
+      }
+    >
       <WindowNote />
       <LoadState of={l} what="the events" />
-      {l.data && <EventsTable data={l.data} base={base} />}
+      {l.data && <EventsTable data={l.data} base={base} zone={zone} />}
     </Card>
   );
 }
 
-function EventsTable({ data, base }: { data: EventsList; base: string }) {
+function EventsTable({ data, base, zone }: { data: EventsList; base: string; zone: string }) {
   if (!data.events.length) return <p class="muted">No events in this range.</p>;
   const max = Math.max(...data.events.map((e) => e.events));
   return (
@@ -82,7 +91,7 @@ function EventsTable({ data, base }: { data: EventsList; base: string }) {
               Users
             </th>
             <th scope="col" class="spark-col">
-              Per day (UTC)
+              Per day ({zone})
             </th>
           </tr>
         </thead>
@@ -114,11 +123,12 @@ function EventsTable({ data, base }: { data: EventsList; base: string }) {
   );
 }
 
-function Detail({ appId, base, name }: { appId: number; base: string; name: string }) {
-  const w = statsWindow();
+function Detail({ appId, base, name, zone }: { appId: number; base: string; name: string; zone: string }) {
+  const w = statsWindow(zone);
+  const interval = currentInterval(w).used;
   const property = query.value.get("property") ?? "";
   const by = query.value.get("by") ?? "";
-  const d = useLoad(() => eventsApi.detail(appId, w, name), [appId, w.key, name]);
+  const d = useLoad(() => eventsApi.detail(appId, w, name, { interval }), [appId, w.key, name, interval]);
   // `property` restricts the answer's lists to that key, so property_by is a second call.
   const pb = useLoad(
     () => (property && by ? eventsApi.detail(appId, w, name, { property, by }) : Promise.resolve(null)),
@@ -133,7 +143,7 @@ function Detail({ appId, base, name }: { appId: number; base: string; name: stri
       <WindowNote />
       {d.error && <ErrorBox error={d.error} onRetry={d.reload} />}
       {!d.data && d.loading && <Loading what={`the event ${name}`} />}
-      {d.data && <DetailBody data={d.data} w={w} />}
+      {d.data && <DetailBody data={d.data} w={w} interval={interval} />}
       {d.data && (
         <Card title="A number property by a dimension">
           <PropertyByForm
@@ -152,27 +162,33 @@ function Detail({ appId, base, name }: { appId: number; base: string; name: stri
   );
 }
 
-function DetailBody({ data, w }: { data: EventDetail; w: Window }) {
+function DetailBody({ data, w, interval }: { data: EventDetail; w: Window & { zone: string }; interval: Interval }) {
   const total = data.series.reduce((n, p) => n + p.events, 0);
+  const noun = INTERVALS.find((i) => i.id === interval)!.noun;
   return (
     <>
       <Card
         title="Trend"
         actions={
-          <span class="muted small">
-            {total === 0 ? (
-              "No events in this range"
-            ) : (
-              <>
-                <Num n={total} /> events
-              </>
-            )}
+          <span class="row">
+            <IntervalPick w={w} />
+            <span class="muted small">
+              {total === 0 ? (
+                "No events in this range"
+              ) : (
+                <>
+                  <Num n={total} /> events
+                </>
+              )}
+            </span>
           </span>
         }
       >
         <TimeChart
-          title={`${data.name}: events, users and sessions per day, ${w.from} to ${w.to} (UTC)`}
-          days={data.series.map((p) => p.day)}
+          title={`${data.name}: events, users and sessions per ${noun}, ${w.from} to ${w.to} (${w.zone})`}
+          points={data.series.map(pointDate)}
+          interval={interval}
+          zone={w.zone}
           series={[
             { label: "Events", values: data.series.map((p) => p.events), color: "#4f7cff" },
             { label: "Users", values: data.series.map((p) => p.users), color: "#16a34a" },

@@ -9,7 +9,7 @@
 import { useState } from "preact/hooks";
 import { isShared } from "../api.ts";
 import { DIMENSIONS, eventsApi, type Funnel, type FunnelDef, type FunnelGroup, type SavedFunnel } from "../api-events.ts";
-import { duration, percent } from "../format.ts";
+import { duration, percent, zoneOf } from "../format.ts";
 import { useLoad } from "../parts/load.ts";
 import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
@@ -70,7 +70,7 @@ const sameDef = (b: Builder, f: SavedFunnel) =>
 
 export function Funnels({ app, role }: AppViewProps) {
   const shared = isShared();
-  const w = statsWindow();
+  const w = statsWindow(zoneOf(app));
   const names = useLoad(() => eventsApi.list(app.id, w, EVENT_NAMES_LIMIT), [app.id, w.key]);
   const saved = useLoad(() => (shared ? Promise.resolve(null) : eventsApi.savedFunnels(app.id)), [app.id, shared]);
   const b = fromUrl(saved.data);
@@ -95,7 +95,11 @@ export function Funnels({ app, role }: AppViewProps) {
       </Card>
       <Card
         title="Conversion"
-        actions={<span class="muted small">Sessions, {w.from === w.to ? w.from : `${w.from} – ${w.to}`} (UTC)</span>}
+        actions={
+          <span class="muted small">
+            Sessions, {w.from === w.to ? w.from : `${w.from} – ${w.to}`} ({w.zone})
+          </span>
+        }
       >
         {!ready && <p class="muted">{b.breakdown === PROP ? "Type the property key to break down by." : "Choose at least two steps."}</p>}
         {ready && result.error && <ErrorBox error={result.error} onRetry={result.reload} />}

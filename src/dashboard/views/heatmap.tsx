@@ -1,11 +1,11 @@
-// Heatmap: sessions by weekday (Monday first) and UTC hour over the chosen window and
+// Heatmap: sessions by weekday (Monday first) and hour, local to the app's time zone, over the chosen window and
 // filters, as a 7 × 24 grid shaded by each cell's share of the busiest cell. The exact
 // count is in every cell's title and label, and the same figures are in a table for
 // screen readers. A session with events in two hours counts in both (the API's rule).
 
 import type { Window } from "../api.ts";
 import { activity, type HeatmapData } from "../api-activity.ts";
-import { full } from "../format.ts";
+import { full, zoneOf } from "../format.ts";
 import { currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
 import { Card, LoadState, Num } from "../parts/ui.tsx";
@@ -15,13 +15,14 @@ import type { AppViewProps } from "./app.tsx";
 const DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 const HOURS = Array.from({ length: 24 }, (_, h) => h);
 const hh = (h: number) => String(h).padStart(2, "0");
-const hourSpan = (h: number) => `${hh(h)}:00–${hh(h + 1)}:00 UTC`;
+const hourSpan = (h: number, zone: string) => `${hh(h)}:00–${hh(h + 1)}:00 ${zone}`;
 const sessionsText = (n: number) => `${full(n)} ${n === 1 ? "session" : "sessions"}`;
 
 export function Heatmap({ app }: AppViewProps) {
-  const w = currentWindow();
+  const zone = zoneOf(app);
+  const w = currentWindow(zone);
   const win: Window = { from: w.from, to: w.to, filter: w.filter };
-  const h = useLoad(() => activity.heatmap(app.id, win), [app.id, w.from, w.to, w.filter.join("|")]);
+  const h = useLoad(() => activity.heatmap(app.id, win), [app.id, w.from, w.to, w.filter.join("\n")]);
   const notes = [
     query.value.get("compare") === "1" ? "The heatmap has no comparison with the previous period." : null,
     app.kind === "app" && query.value.get("debug") === "1"
@@ -32,12 +33,12 @@ export function Heatmap({ app }: AppViewProps) {
     <div class="stack">
       {notes.length > 0 && <p class="act-note small">{notes.join(" ")}</p>}
       <LoadState of={h} what="the heatmap" />
-      {h.data && <Grid data={h.data} from={w.from} to={w.to} />}
+      {h.data && <Grid data={h.data} from={w.from} to={w.to} zone={zone} />}
     </div>
   );
 }
 
-function Grid({ data, from, to }: { data: HeatmapData; from: string; to: string }) {
+function Grid({ data, from, to, zone }: { data: HeatmapData; from: string; to: string; zone: string }) {
   const counts: number[][] = DAYS.map(() => HOURS.map(() => 0));
   for (const c of data.cells)
     if (c.weekday >= 1 && c.weekday <= 7 && c.hour >= 0 && c.hour < 24) counts[c.weekday - 1]![c.hour] = c.sessions;
@@ -51,14 +52,14 @@ function Grid({ data, from, to }: { data: HeatmapData; from: string; to: string 
           busiest = [d, hr];
           break;
         }
-  const title = `Sessions by weekday and hour, ${from} to ${to} (UTC)`;
+  const title = `Sessions by weekday and hour, ${from} to ${to} (${zone})`;
   return (
     <Card
-      title="Sessions by weekday and hour (UTC)"
+      title={`Sessions by weekday and hour (${zone})`}
       actions={
         <span class="muted small" data-total={total}>
           <Num n={total} /> session-hours{data.sampled ? " · sampled" : ""}
-          {busiest && ` · busiest: ${DAYS[busiest[0]]} ${hourSpan(busiest[1])}`}
+          {busiest && ` · busiest: ${DAYS[busiest[0]]} ${hourSpan(busiest[1], zone)}`}
         </span>
       }
     >
@@ -78,7 +79,7 @@ function Grid({ data, from, to }: { data: HeatmapData; from: string; to: string 
             </span>,
             ...HOURS.map((hr) => {
               const n = counts[d]![hr]!;
-              const label = `${day} ${hourSpan(hr)}: ${sessionsText(n)}`;
+              const label = `${day} ${hourSpan(hr, zone)}: ${sessionsText(n)}`;
               return (
                 <span
                   key={`${day}-${hr}`}
@@ -110,7 +111,7 @@ function Grid({ data, from, to }: { data: HeatmapData; from: string; to: string 
           <caption>{title}</caption>
           <thead>
             <tr>
-              <th scope="col">Hour (UTC)</th>
+              <th scope="col">Hour ({zone})</th>
               {DAYS.map((d) => (
                 <th scope="col" key={d}>
                   {d}
@@ -121,7 +122,7 @@ function Grid({ data, from, to }: { data: HeatmapData; from: string; to: string 
           <tbody>
             {HOURS.map((hr) => (
               <tr key={hr}>
-                <th scope="row">{hourSpan(hr)}</th>
+                <th scope="row">{hourSpan(hr, zone)}</th>
                 {DAYS.map((d, i) => (
                   <td key={d}>{counts[i]![hr]}</td>
                 ))}

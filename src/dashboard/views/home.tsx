@@ -4,7 +4,7 @@
 
 import { useState } from "preact/hooks";
 import { api, ApiError, type AppView, type Me } from "../api.ts";
-import { dayOf } from "../format.ts";
+import { todayIn, zoneOf } from "../format.ts";
 import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
 import { useLoad } from "../parts/load.ts";
 import { go, query, setQuery } from "../route.ts";
@@ -53,22 +53,23 @@ export function Home({ me, reloadMe }: { me: Me; reloadMe: () => void }) {
   );
 }
 
-/** One app with today's users and events (UTC), from its own overview. */
+/** One app with today's users and events (today in the app's time zone), from its own overview. */
 function AppRow({ app }: { app: AppView }) {
-  const today = dayOf(Date.now());
+  const zone = zoneOf(app);
+  const today = todayIn(zone);
   const o = useLoad(() => api.overview(app.id, { from: today, to: today, filter: [] }, {}), [app.id, today]);
   const t = o.data?.current.totals;
   return (
-    <li class="app-row">
+    <li class="app-row" data-app={app.id}>
       <a href={`/apps/${app.id}`}>
         <strong>{app.name}</strong> <span class="badge">{app.kind === "web" ? "site" : "app"}</span>
         {app.paused && <span class="badge warn">paused</span>}
       </a>
       {/* biome-ignore lint/a11y/useAriaPropsSupportedByRole: the label gives the figures in words for tests and people; a role for it is left for a change that may alter the page */}
-      <span class="today" aria-label={`Today (UTC): ${t?.users ?? 0} users, ${t?.events ?? 0} events`}>
+      <span class="today" data-day={today} aria-label={`Today (${zone}): ${t?.users ?? 0} users, ${t?.events ?? 0} events`}>
         {t ? (
           <>
-            <Num n={t.users} /> users · <Num n={t.events} /> events today
+            <Num n={t.users} /> users · <Num n={t.events} /> events today{zone === "UTC" ? "" : ` (${zone})`}
           </>
         ) : o.error ? (
           <span class="muted">{o.error.message}</span>

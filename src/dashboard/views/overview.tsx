@@ -1,11 +1,13 @@
 // Overview: the Totals as cards (with the change against the previous period when compare
-// is on), the daily chart of events, users, sessions and (sites) page views, and breakdown panels for every dimension the API has. A row clicked becomes a
-// filter; every card, chart and panel follows the filters (all in the URL).
+// is on), the chart of events, users, sessions and (sites) page views per hour, day, week
+// or month (`interval`, local to the app's time zone), and breakdown panels for every
+// dimension the API has. A row clicked becomes a filter; every card, chart and panel
+// follows the filters (all in the URL).
 
-import { api, isShared, type AppView, type Breakdown, type Overview as OverviewData, type Window } from "../api.ts";
-import { change, compact, duration, full, percent } from "../format.ts";
+import { api, isShared, pointDate, type AppView, type Breakdown, type Overview as OverviewData, type Window } from "../api.ts";
+import { change, compact, duration, full, INTERVALS, percent, zoneOf } from "../format.ts";
 import { TimeChart } from "../parts/chart.tsx";
-import { addFilter, currentWindow } from "../parts/controls.tsx";
+import { addFilter, currentInterval, currentWindow, IntervalPick } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
 import { BarRow, Card, LoadState } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
@@ -96,12 +98,15 @@ export const FIRST_PANELS = {
 } as const;
 
 export function Overview({ app }: { app: AppView }) {
-  const w = currentWindow();
+  const zone = zoneOf(app);
+  const w = currentWindow(zone);
+  const interval = currentInterval(w).used;
   const compare = query.value.get("compare") === "1";
   const debug = query.value.get("debug") === "1";
   const win: Window = { from: w.from, to: w.to, filter: w.filter };
-  const key = [app.id, w.from, w.to, w.filter.join("|"), compare, debug];
-  const o = useLoad(() => api.overview(app.id, win, { compare, debug }), key);
+  const key = [app.id, w.from, w.to, w.filter.join("\n"), compare, debug, interval];
+  const o = useLoad(() => api.overview(app.id, win, { compare, debug, interval }), key);
+  const noun = INTERVALS.find((i) => i.id === interval)!.noun;
   return (
     <div class="stack">
       <LoadState of={o} what="the overview" />
@@ -112,10 +117,20 @@ export function Overview({ app }: { app: AppView }) {
       )}
       {o.data && <Cards data={o.data} web={app.kind === "web"} />}
       {o.data && (
-        <Card title="Over time" actions={<Facts data={o.data} />}>
+        <Card
+          title="Over time"
+          actions={
+            <span class="row">
+              <IntervalPick w={w} />
+              <Facts data={o.data} filtered={w.filter.length > 0} />
+            </span>
+          }
+        >
           <TimeChart
-            title={`Events, users, sessions${app.kind === "web" ? " and page views" : ""} per day, ${w.from} to ${w.to} (UTC)`}
-            days={o.data.current.series.map((p) => p.day)}
+            title={`Events, users, sessions${app.kind === "web" ? " and page views" : ""} per ${noun}, ${w.from} to ${w.to} (${zone})`}
+            points={o.data.current.series.map(pointDate)}
+            interval={interval}
+            zone={zone}
             series={[
               { label: "Events", values: o.data.current.series.map((p) => p.events), color: "#4f7cff" },
               { label: "Users", values: o.data.current.series.map((p) => p.users), color: "#16a34a" },
@@ -136,10 +151,10 @@ export function Overview({ app }: { app: AppView }) {
   );
 }
 
-function Facts({ data }: { data: OverviewData }) {
+function Facts({ data, filtered }: { data: OverviewData; filtered: boolean }) {
   return (
     <span class="muted small">
-      {data.source === "daily_totals" ? "From the daily totals" : "Counted from the raw events (filtered)"}
+      {data.source === "daily_totals" ? "From the daily totals" : `Counted from the raw events${filtered ? " (filtered)" : ""}`}
       {data.sampled ? " · sampled" : ""}
     </span>
   );
@@ -201,7 +216,7 @@ function Panel({ app, panel, win }: { app: AppView; panel: (typeof PANELS)[numbe
   }, [near]);
   const b = useLoad(
     () => (near ? api.breakdown(app.id, win, dim, metric) : new Promise<Breakdown>(() => {})),
-    [app.id, win.from, win.to, win.filter.join("|"), dim, metric, near],
+    [app.id, win.from, win.to, win.filter.join("\n"), dim, metric, near],
   );
   return (
     <div class="panel" ref={box}>

@@ -4,6 +4,7 @@
 // followed in turn (it becomes `after`); page views are listed as "pageview <pathname>".
 
 import { eventsApi, type Paths as PathsData } from "../api-events.ts";
+import { zoneOf } from "../format.ts";
 import { useLoad } from "../parts/load.ts";
 import { BarRow, Card, ErrorBox, LoadState, Num } from "../parts/ui.tsx";
 import { query, setQuery } from "../route.ts";
@@ -14,7 +15,8 @@ import { EVENT_NAMES_LIMIT, statsWindow, WindowNote } from "./events.tsx";
 const eventOf = (value: string) => (value.startsWith("pageview ") ? "pageview" : value);
 
 export function Paths({ app }: AppViewProps) {
-  const w = statsWindow();
+  const zone = zoneOf(app);
+  const w = statsWindow(zone);
   const after = query.value.get("after") ?? "";
   const names = useLoad(() => eventsApi.list(app.id, w, EVENT_NAMES_LIMIT), [app.id, w.key]);
   const p = useLoad(() => (after ? eventsApi.paths(app.id, w, after) : Promise.resolve(null)), [app.id, w.key, after]);
@@ -37,7 +39,9 @@ export function Paths({ app }: AppViewProps) {
               ))}
             </select>
           </label>
-          <span class="muted small">The next event in the same session, {w.from === w.to ? w.from : `${w.from} – ${w.to}`} (UTC)</span>
+          <span class="muted small">
+            The next event in the same session, {w.from === w.to ? w.from : `${w.from} – ${w.to}`} ({zone})
+          </span>
         </form>
         {names.data && !names.data.events.length && <p class="muted">This app has no events in this range yet.</p>}
       </Card>

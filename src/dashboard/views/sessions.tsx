@@ -8,7 +8,8 @@
 
 import type { Window } from "../api.ts";
 import { activity, SESSION_FILTER_DIMS, type SessionItem, type SessionsData, type TimelineEvent } from "../api-activity.ts";
-import { compact, duration, full, percent } from "../format.ts";
+import { dimOf } from "../filters.ts";
+import { compact, duration, full, percent, zoneOf } from "../format.ts";
 import { addFilter, currentWindow } from "../parts/controls.tsx";
 import { useLoad } from "../parts/load.ts";
 import { Card, LoadState, Num } from "../parts/ui.tsx";
@@ -23,8 +24,6 @@ const baseOf = (place: Place, appId: number) =>
 
 /** An ISO time as "2026-11-27 14:03:09 UTC". */
 const utc = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
-
-const dimOf = (f: string) => f.slice(0, f.indexOf(":"));
 
 /** A link keeping the window but not `debug`: the list's sessions are production ones. */
 const production = (path: string) => {
@@ -41,13 +40,13 @@ export function Sessions({ app, place }: AppViewProps) {
 }
 
 function SessionList({ app, base }: { app: AppViewProps["app"]; base: string }) {
-  const w = currentWindow();
+  const w = currentWindow(zoneOf(app));
   const used = w.filter.filter((f) => SESSION_FILTER_DIMS.includes(dimOf(f)));
   const ignored = w.filter.filter((f) => !SESSION_FILTER_DIMS.includes(dimOf(f)));
   const asked = Number(query.value.get("limit"));
   const limit = LIMITS.includes(asked) ? asked : 50;
   const win: Window = { from: w.from, to: w.to, filter: used };
-  const s = useLoad(() => activity.sessions(app.id, win, limit), [app.id, w.from, w.to, used.join("|"), limit]);
+  const s = useLoad(() => activity.sessions(app.id, win, limit), [app.id, w.from, w.to, used.join("\n"), limit]);
   const notes = [
     ignored.length
       ? `Not applied here: ${ignored.join(", ")}. The sessions list filters by platform, country, OS and app version only.`

@@ -1,4 +1,5 @@
-// App settings (/apps/{id}/settings): name and, for sites, origins; pause and resume;
+// App settings (/apps/{id}/settings): name, time zone (the app's days are local to it)
+// and, for sites, origins; pause and resume;
 // keys (list, add, revoke, the 20-active-key limit); a site's forwarding secret (shown
 // once); share links (made, listed, revoked); exports (start, progress, download link
 // while valid); deleting the app with its 7-day undo. Each control shows only to the roles
@@ -7,6 +8,7 @@
 
 import { useEffect, useState } from "preact/hooks";
 import type { AppView } from "../api.ts";
+import { zoneOf } from "../format.ts";
 import { MAX_ACTIVE_KEYS, settingsApi, type CreatedShareLink, type JobView } from "../api-settings.ts";
 import { ActionError, ConfirmButton, ShownOnce, useAction, utc } from "../parts/actions.tsx";
 import { useLoad } from "../parts/load.ts";
@@ -38,15 +40,31 @@ const parseOrigins = (s: string) =>
     .map((x) => x.trim())
     .filter(Boolean);
 
+/** The time zones this browser knows (IANA names), with UTC first: the field's suggestions. */
+let zones: string[] | null = null;
+function zoneNames(): string[] {
+  if (zones) return zones;
+  let all: string[] = [];
+  try {
+    all = Intl.supportedValuesOf("timeZone");
+  } catch {
+    // an older browser: the field still takes any name, and the server checks it
+  }
+  zones = ["UTC", ...all.filter((z) => z !== "UTC")];
+  return zones;
+}
+
 function General({ app, admin, reload }: { app: AppView; admin: boolean; reload?: () => void }) {
   const [name, setName] = useState(app.name);
   const [origins, setOrigins] = useState(app.origins.join("\n"));
+  const [zone, setZone] = useState(zoneOf(app));
   const [saved, setSaved] = useState(false);
   const a = useAction();
   useEffect(() => {
     setName(app.name);
     setOrigins(app.origins.join("\n"));
-  }, [app.id, app.name, app.origins.join("\n")]);
+    setZone(zoneOf(app));
+  }, [app.id, app.name, app.origins.join("\n"), app.timezone]);
   if (!admin) {
     return (
       <Card title="App">
@@ -55,6 +73,8 @@ function General({ app, admin, reload }: { app: AppView; admin: boolean; reload?
           <dd data-field="name">{app.name}</dd>
           <dt>Kind</dt>
           <dd>{app.kind === "web" ? "Site (web)" : "App"}</dd>
+          <dt>Time zone</dt>
+          <dd data-field="timezone">{zoneOf(app)}</dd>
           {app.kind === "web" && (
             <>
               <dt>Origins</dt>
@@ -67,7 +87,9 @@ function General({ app, admin, reload }: { app: AppView; admin: boolean; reload?
       </Card>
     );
   }
-  const changed = name.trim() !== app.name || (app.kind === "web" && parseOrigins(origins).join("\n") !== app.origins.join("\n"));
+  const zoneChanged = zone.trim() !== zoneOf(app);
+  const changed =
+    name.trim() !== app.name || zoneChanged || (app.kind === "web" && parseOrigins(origins).join("\n") !== app.origins.join("\n"));
   return (
     <Card title="App">
       <form
@@ -75,8 +97,9 @@ function General({ app, admin, reload }: { app: AppView; admin: boolean; reload?
         onSubmit={async (e) => {
           e.preventDefault();
           setSaved(false);
-          const change: { name?: string; origins?: string[] } = {};
+          const change: { name?: string; origins?: string[]; timezone?: string } = {};
           if (name.trim() !== app.name) change.name = name.trim();
+          if (zoneChanged) change.timezone = zone.trim();
           if (app.kind === "web") change.origins = parseOrigins(origins);
           if (await a.run(() => settingsApi.updateApp(app.id, change))) {
             setSaved(true);
@@ -93,6 +116,23 @@ function General({ app, admin, reload }: { app: AppView; admin: boolean; reload?
             required
             onInput={(e) => (setName((e.target as HTMLInputElement).value), setSaved(false))}
           />
+        </label>
+        <label>
+          <span>Time zone (the app's days, "today" and the hours of its charts are local to it; usage stays in UTC)</span>
+          <input
+            name="timezone"
+            list="time-zones"
+            value={zone}
+            required
+            autocomplete="off"
+            spellcheck={false}
+            onInput={(e) => (setZone((e.target as HTMLInputElement).value), setSaved(false))}
+          />
+          <datalist id="time-zones">
+            {zoneNames().map((z) => (
+              <option key={z} value={z} />
+            ))}
+          </datalist>
         </label>
         {app.kind === "web" && (
           <label>

@@ -38,7 +38,8 @@ const MEANING = new Map(OUTCOMES);
 const NEAR = 0.8;
 
 export function Usage({ app, role }: AppViewProps) {
-  const w = currentWindow();
+  // Usage and the quota's month are UTC whatever the app's zone.
+  const w = currentWindow("UTC");
   const u = useLoad(() => activity.usage(app.id, w.from, w.to), [app.id, w.from, w.to]);
   const q = query.value;
   const unused = [

@@ -42,33 +42,49 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
       response: { 200: t.Array(AppView), 401: ErrorBody, 429: ErrorBody },
       detail: { summary: "Apps the caller may see, across orgs", tags: ["apps"], ...access("any") },
     })
-    .post("/apps", ({ auth, body, status }) => status(201, createApp(db, auth.actor(), body, svc.now())), {
-      body: NewApp,
-      response: { 201: CreatedApp, ...StdErrors },
-      detail: {
-        summary: "Create an app or site with its first key",
-        description:
-          "Admins and owners of `org_id`. Origins (web only) are scheme://host[:port], or https://*.example.com for any subdomain.",
-        tags: ["apps"],
-        ...access("admin"),
+    .post(
+      "/apps",
+      ({ auth, body, status }) => {
+        const created = createApp(db, auth.actor(), body, svc.now());
+        if (created.app.timezone !== "UTC") svc.zones.zoneChanged(created.app.id, created.app.timezone);
+        return status(201, created);
       },
-    })
+      {
+        body: NewApp,
+        response: { 201: CreatedApp, ...StdErrors },
+        detail: {
+          summary: "Create an app or site with its first key",
+          description:
+            "Admins and owners of `org_id`. Origins (web only) are scheme://host[:port], or https://*.example.com for any subdomain. " +
+            "timezone (default UTC): the IANA zone its statistics' days are in.",
+          tags: ["apps"],
+          ...access("admin"),
+        },
+      },
+    )
     .get("/apps/:id", ({ auth, params }) => getApp(db, auth.actor(), params.id), {
       params: AppIdParams,
       response: { 200: AppView, ...StdErrors },
       detail: { summary: "One app", tags: ["apps"], ...access("viewer") },
     })
-    .patch("/apps/:id", ({ auth, params, body }) => updateApp(db, auth.actor(), params.id, body), {
-      params: AppIdParams,
-      body: AppChange,
-      response: { 200: AppView, ...StdErrors },
-      detail: {
-        summary: "Rename, replace origins, pause or resume",
-        description: "A paused app's events are dropped and counted; ingest answers 200 with reason paused.",
-        tags: ["apps"],
-        ...access("admin"),
+    .patch(
+      "/apps/:id",
+      ({ auth, params, body }) => updateApp(db, auth.actor(), params.id, body, (id, tz) => svc.zones.zoneChanged(id, tz)),
+      {
+        params: AppIdParams,
+        body: AppChange,
+        response: { 200: AppView, ...StdErrors },
+        detail: {
+          summary: "Rename, replace origins, pause or resume, set the time zone",
+          description:
+            "A paused app's events are dropped and counted; ingest answers 200 with reason paused. A new timezone (an IANA name) " +
+            "applies to every statistic, past days included: the day totals are rebuilt in it, and meanwhile unfiltered " +
+            "overviews are computed from the events.",
+          tags: ["apps"],
+          ...access("admin"),
+        },
       },
-    })
+    )
     .delete("/apps/:id", ({ auth, params }) => deleteApp(db, auth.actor(), params.id, svc.now()), {
       params: AppIdParams,
       response: { 200: AppDeleted, ...StdErrors },

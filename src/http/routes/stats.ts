@@ -45,6 +45,7 @@ export const Usage = t.Object(
     events_per_month: t.Integer({ description: "The org's plan limit." }),
     from: t.String(),
     to: t.String(),
+    timezone: t.Literal("UTC", { description: "Usage counts UTC days, whatever the app's time zone." }),
     org_events_this_month: t.Integer({
       description: "Accepted events this UTC calendar month for the whole org (the quota counts per org).",
     }),
@@ -71,8 +72,9 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
       query: OverviewQuery,
       response: { 200: Overview, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
       detail: {
-        summary: "Daily series and totals",
-        description: "source is daily_totals (rollups) when unfiltered, events when filtered.",
+        summary: "Series (hours, days, weeks or months of the app's zone) and totals",
+        description:
+          "source is daily_totals (rollups) when unfiltered by day, week or month, events when filtered, by hour, or while the day totals are rebuilt for a new time zone.",
         tags,
         ...access("viewer", { share: true }),
       },
@@ -111,6 +113,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         response: { 200: EventDetail, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
         detail: {
           summary: "One event: trend, text property values, number property statistics",
+          description: "Filters on name are ignored (the path names the event).",
           tags,
           ...access("viewer", { share: true }),
         },
@@ -129,7 +132,8 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
         response: { 200: Funnel, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
         detail: {
           summary: "Ordered steps within a session and a time window",
-          description: "2-10 steps; window_seconds 1 to 2678400 (31 days), default 86400; breakdown: a dimension; the 20 biggest groups.",
+          description:
+            "2-10 steps; window_seconds 1 to 2678400 (31 days), default 86400; breakdown: a dimension; the 20 biggest groups. Filters on name are ignored (the steps pick the events).",
           tags,
           ...access("viewer", { readOnly: true, share: true }),
         },
@@ -139,7 +143,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
       params: AppIdParams,
       query: WindowQuery,
       response: { 200: Heatmap, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
-      detail: { summary: "Sessions by weekday and hour (UTC)", tags, ...access("viewer", { share: true }) },
+      detail: { summary: "Sessions by weekday and hour of the app's time zone", tags, ...access("viewer", { share: true }) },
     })
     .get("/apps/:id/live", ({ auth, params, query }) => ask(auth.actor(), params.id, (app) => stats.live(app, query)), {
       params: AppIdParams,
@@ -169,7 +173,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
       response: { 200: Sessions, ...StdErrors, 422: ErrorBody, 503: ErrorBody },
       detail: {
         summary: "Recent sessions and window statistics",
-        description: "filter: platform, country, os_name, app_version only.",
+        description: "filter: platform, country, os_name, app_version only (with any operator: is, is not, contains).",
         tags,
         ...access("viewer", { share: true }),
       },
@@ -199,6 +203,7 @@ export function statsRoutes(svc: Services, auth: AuthPlugin) {
           events_per_month: plan.events_per_month,
           from: w.from,
           to: w.to,
+          timezone: "UTC" as const,
           org_events_this_month: svc.ingest.quota.usedThisMonth(app.org_id, now),
           outcomes: Object.fromEntries(OUTCOMES.map((o) => [o, counts[o] ?? 0])),
           plan: plan.id,

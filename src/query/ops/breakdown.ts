@@ -1,13 +1,13 @@
 // breakdown: top values of one dimension by events, sessions or users.
-// users: distinct visitors per day, summed over the days (visitors rotate daily).
+// users: distinct visitors per local day of the app's zone, summed over the days (visitors rotate daily).
 // entry/exit: a session's first/last page (web) or screen (apps); rows count its events.
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { codeReader, countByContext, countCodesWhole, overlapsAnother, propValues, scanSteps } from "../scan.ts";
+import { codeReader, countByContext, countCodesWhole, propValues, scanSteps } from "../scan.ts";
+import { buckets, sharesBucket, SLOT_MS } from "../buckets.ts";
 import type { Work } from "../work.ts";
 import { collectSessions } from "../session-fold.ts";
-import { DAY_MS } from "../../util/time.ts";
 import { PROP_PREFIX } from "../../model/dimensions.ts";
 import type { Chunk } from "../../store/chunk.ts";
 import { DistinctPairs } from "../distinct-pairs.ts";
@@ -15,6 +15,9 @@ import type { BreakdownMetric, BreakdownRows } from "../stats-engine.ts";
 
 export function* breakdown(q: QueryContext, dimension: string, metric: BreakdownMetric, limit: number): Work<BreakdownRows> {
   const { startMs, endMs } = q.window;
+  const days = buckets(q.window, "day");
+  const table = days.table;
+  const base = days.base;
   // users: a set of visitors per day of the window (numbers, not strings: this runs per row).
   const counts = new Map<string, { events: number; sessions: Set<number>; users: Set<number>[] }>();
   const bump = (value: string, session: number, visitor: number, ts: number) => {
@@ -23,7 +26,7 @@ export function* breakdown(q: QueryContext, dimension: string, metric: Breakdown
     e.events++;
     if (metric === "sessions") e.sessions.add(session);
     if (metric === "users") {
-      const d = Math.floor((ts - startMs) / DAY_MS);
+      const d = table[Math.floor(ts / SLOT_MS) - base]!;
       (e.users[d] ??= new Set()).add(visitor);
     }
   };
@@ -84,7 +87,7 @@ export function* breakdown(q: QueryContext, dimension: string, metric: Breakdown
       } else {
         // Users are per day, so a chunk sharing no day with another holds all of its pairs;
         // a session can run on into the next hour's or day's chunk, so never for sessions.
-        yield* distinct.chunk(c, r, metric === "users" && !overlapsAnother(c, chunks, DAY_MS, startMs));
+        yield* distinct.chunk(c, r, metric === "users" && !sharesBucket(c, chunks, days));
       }
       yield;
     }

@@ -1,11 +1,12 @@
-// events/{name}: a daily series of one event, top values of its text properties, statistics
-// of its number properties, and optionally one number property per value of a dimension.
+// events/{name}: a series of one event (local hours, days, weeks or months of the app's
+// zone), top values of its text properties, statistics of its number properties, and
+// optionally one number property per value of a dimension.
 
 import type { QueryContext } from "../context.ts";
-import { scanOptions, windowDays } from "../context.ts";
-import { codeReader, overlapsAnother, scanSteps } from "../scan.ts";
+import { scanOptionsForNames } from "../context.ts";
+import { codeReader, scanSteps } from "../scan.ts";
 import type { Work } from "../work.ts";
-import { DAY_MS } from "../../util/time.ts";
+import { bucketAround, buckets, sharesBucket, SLOT_MS, type Interval } from "../buckets.ts";
 import { denseVisitors } from "../id-index.ts";
 import { columnsOf, type Chunk } from "../../store/chunk.ts";
 import type { EventDetailAnswer } from "../stats-engine.ts";
@@ -26,15 +27,24 @@ function p95(xs: number[]): number {
   return s[Math.max(0, Math.ceil(0.95 * s.length) - 1)]!;
 }
 
-export function* eventDetail(q: QueryContext, name: string, property: string | undefined, by: string | undefined): Work<EventDetailAnswer> {
+export function* eventDetail(
+  q: QueryContext,
+  name: string,
+  property: string | undefined,
+  by: string | undefined,
+  interval: Interval = "day",
+): Work<EventDetailAnswer> {
   const { startMs, endMs } = q.window;
-  const filters = [...q.filters.filter((f) => f.dim !== "name"), { dim: "name", values: [name] }];
-  const opts = yield* scanOptions({ ...q, filters }, startMs, endMs);
-  // One point per day of the window, found by arithmetic (the window starts at UTC midnight).
-  // sessionRuns, userMarks: sessions and users counted without a set, on days held by one
-  // chunk only (a compacted day: the common case).
-  const series = windowDays(q).map((d) => ({
-    day: d,
+  const opts = yield* scanOptionsForNames(q, [name], startMs, endMs);
+  // One point per bucket of the window, found by table (buckets.ts). sessionRuns,
+  // userMarks: sessions and users counted without a set, in buckets held by one chunk
+  // only (a compacted day: the common case).
+  const b = buckets(q.window, interval);
+  const table = b.table;
+  const base = b.base;
+  const series = b.date.map((date, k) => ({
+    date,
+    day: b.day[k]!,
     events: 0,
     sessionRuns: 0,
     userMarks: 0,
@@ -48,16 +58,16 @@ export function* eventDetail(q: QueryContext, name: string, property: string | u
   for (const c of chunks) {
     let rows = 0;
     const picked = new Uint8Array(c.n);
-    // A context is one session and visitor: once added for a day, its later rows that day add nothing.
+    // A context is one session and visitor: once added for a bucket, its later rows there add nothing.
     const lastDay = new Int32Array(c.nctx).fill(-1);
     const ts = c.ts;
-    const alone = !overlapsAnother(c, chunks, DAY_MS, startMs);
-    // Rows sorted by session and no other chunk on these days: a (session, day) is new
-    // exactly when it differs from the previous passing row's.
+    const alone = !sharesBucket(c, chunks, b);
+    // Rows sorted by session and no other chunk in these buckets: a (session, bucket) is
+    // new exactly when it differs from the previous passing row's.
     const runs = c.sortedBySession === true && alone;
-    // One day, and no other chunk on it: the day's users are this chunk's distinct
+    // One bucket, and no other chunk in it: the bucket's users are this chunk's distinct
     // visitors, marked by their dense numbers.
-    const oneDay = alone && Math.floor((c.minTs - startMs) / DAY_MS) === Math.floor((c.maxTs - startMs) / DAY_MS);
+    const oneDay = alone && bucketAround(b, c.minTs) === bucketAround(b, c.maxTs);
     const vc = oneDay ? denseVisitors(c) : null;
     const marks = vc ? new Uint8Array(vc.n) : null;
     let prevSession = NaN;
@@ -65,7 +75,7 @@ export function* eventDetail(q: QueryContext, name: string, property: string | u
     yield* scanSteps([c], opts, (cc, i, x) => {
       rows++;
       picked[i] = 1;
-      const d = Math.floor((ts[i]! - startMs) / DAY_MS);
+      const d = table[Math.floor(ts[i]! / SLOT_MS) - base]!;
       const p = series[d]!;
       p.events++;
       if (lastDay[x] === d) return;
@@ -121,7 +131,10 @@ export function* eventDetail(q: QueryContext, name: string, property: string | u
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
   return {
     name,
+    interval,
+    timezone: q.window.timezone,
     series: series.map((p) => ({
+      date: p.date,
       day: p.day,
       events: p.events,
       sessions: p.sessionRuns + p.sessions.size,

@@ -1,9 +1,9 @@
-// events: event names by count, with distinct visitors (per day, summed) and a daily series.
+// events: event names by count, with distinct visitors (per local day, summed) and a series of local days.
 
 import type { QueryContext } from "../context.ts";
-import { scanOptions, windowDays } from "../context.ts";
-import { codeReader, overlapsAnother, scanSteps } from "../scan.ts";
-import { DAY_MS } from "../../util/time.ts";
+import { scanOptions } from "../context.ts";
+import { codeReader, scanSteps } from "../scan.ts";
+import { buckets, sharesBucket, SLOT_MS } from "../buckets.ts";
 import { columnsOf } from "../../store/chunk.ts";
 import { DistinctPairs } from "../distinct-pairs.ts";
 import type { Work } from "../work.ts";
@@ -11,7 +11,10 @@ import type { EventsAnswer } from "../stats-engine.ts";
 
 export function* eventsList(q: QueryContext, limit: number): Work<EventsAnswer> {
   const { startMs, endMs } = q.window;
-  const days = windowDays(q).length;
+  const b = buckets(q.window, "day");
+  const days = b.n;
+  const table = b.table;
+  const base = b.base;
   const opts = yield* scanOptions(q, startMs, endMs);
   // Users as the breakdown by name counts them: distinct (visitor, day) pairs per name,
   // through the same counting (a bit set per chunk where it fits), not a Set per name and day.
@@ -26,7 +29,7 @@ export function* eventsList(q: QueryContext, limit: number): Work<EventsAnswer> 
     const name = c.name;
     const ts = c.ts;
     const count = (_c: unknown, i: number) => {
-      const k = name[i]! * days + Math.floor((ts[i]! - startMs) / DAY_MS);
+      const k = name[i]! * days + table[Math.floor(ts[i]! / SLOT_MS) - base]!;
       counts[k] = counts[k]! + 1;
     };
     yield* scanSteps([c], opts, count);
@@ -40,7 +43,7 @@ export function* eventsList(q: QueryContext, limit: number): Work<EventsAnswer> 
       e.events += n;
       for (let d = 0; d < days; d++) e.series[d]! += counts[code * days + d]!;
     }
-    yield* users.chunk(c, codeReader(c, "name")!, !overlapsAnother(c, chunks, DAY_MS, startMs));
+    yield* users.chunk(c, codeReader(c, "name")!, !sharesBucket(c, chunks, b));
   }
   const distinct = users.result();
   const events = [...by].map(([name, e]) => ({ name, events: e.events, users: distinct.get(name) ?? 0, series: e.series }));

@@ -5,7 +5,7 @@
 // a session counts in the group of the dimension's value at its step-1 event.
 
 import type { QueryContext } from "../context.ts";
-import { scanOptions } from "../context.ts";
+import { scanOptionsForNames } from "../context.ts";
 import { codeReader, propValues } from "../scan.ts";
 import { walkSessions } from "../session-walk.ts";
 import { columnsOf, type Chunk } from "../../store/chunk.ts";
@@ -19,8 +19,7 @@ export function* funnel(q: QueryContext, steps: string[], windowSeconds: number,
   const { startMs, endMs } = q.window;
   const w = windowSeconds * 1000;
   // Events of the step names, per session, from the window start to window end + w.
-  const filters = [...q.filters.filter((f) => f.dim !== "name"), { dim: "name", values: [...new Set(steps)] }];
-  const opts = yield* scanOptions({ ...q, filters }, startMs, endMs + w);
+  const opts = yield* scanOptionsForNames(q, steps, startMs, endMs + w);
   // Per chunk: which steps each event name is (bit k: steps[k]), and the breakdown reader.
   // Indexed by the walk's chunk number (a Map lookup per event was a noticeable cost).
   const bitsOf: Uint32Array[] = [];

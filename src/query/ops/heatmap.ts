@@ -1,28 +1,30 @@
-// heatmap: sessions by ISO weekday (1 Monday .. 7 Sunday) and UTC hour; a session counts
-// once in every hour of the week in which it had an event. All 168 cells, zeros included.
+// heatmap: sessions by ISO weekday (1 Monday .. 7 Sunday) and hour of local time in the
+// app's zone; a session counts once in every hour in which it had an event. All 168
+// cells, zeros included. An hour is a real one: in the night the clocks go back, the
+// repeated hour counts twice in its cell (once per hour lived); the hour skipped when they
+// go forward has no events.
 //
 // Counting distinct (session, hour) pairs: a partition's rows are sorted by session, then
 // time, so inside one a pair is new exactly when the session or the hour differs from the
 // row before. Pairs can repeat across chunks only where their hours overlap (the head and
-// recent partitions, several files of one hour); those chunks share one exact set.
+// recent partitions, several files of one hour); those chunks share one exact set. Hours
+// are numbered by the window's hour buckets (buckets.ts: one table read per row).
 
 import type { QueryContext } from "../context.ts";
 import { scanOptions } from "../context.ts";
-import { overlapsAnother, scanSteps } from "../scan.ts";
+import { scanSteps } from "../scan.ts";
 import type { Work } from "../work.ts";
-import { HOUR_MS } from "../../util/time.ts";
+import { buckets, sharesBucket, SLOT_MS } from "../buckets.ts";
 import type { HeatmapAnswer } from "../stats-engine.ts";
 
 export function* heatmap(q: QueryContext): Work<HeatmapAnswer> {
   const { startMs, endMs } = q.window;
-  const hour0 = Math.floor(startMs / HOUR_MS);
-  const hours = Math.floor(endMs / HOUR_MS) - hour0 + 1;
+  const b = buckets(q.window, "hour");
+  const table = b.table;
+  const base = b.base;
+  const cellOf = b.cell;
+  const hours = b.n;
   const cells = new Float64Array(7 * 24);
-  const count = (hourIndex: number) => {
-    // 1970-01-01 was a Thursday (ISO weekday 4).
-    const day = Math.floor(hourIndex / 24);
-    cells[((day + 3) % 7) * 24 + (hourIndex - day * 24)]!++;
-  };
   const opts = yield* scanOptions(q, startMs, endMs);
   const chunks = q.chunks(startMs, endMs);
   // The exact set, for chunks whose hours overlap another's: (session, hour) as one number,
@@ -31,16 +33,16 @@ export function* heatmap(q: QueryContext): Work<HeatmapAnswer> {
   const seen = new Set<number>();
   for (const c of chunks) {
     const ts = c.ts;
-    if (c.sortedBySession && !overlapsAnother(c, chunks, HOUR_MS)) {
+    if (c.sortedBySession && !sharesBucket(c, chunks, b)) {
       let prevSession = NaN;
       let prevHour = -1;
       yield* scanSteps([c], opts, (_c, i, x) => {
         const s = c.session[x]!;
-        const h = Math.floor(ts[i]! / HOUR_MS);
+        const h = table[Math.floor(ts[i]! / SLOT_MS) - base]!;
         if (s === prevSession && h === prevHour) return;
         prevSession = s;
         prevHour = h;
-        count(h);
+        cells[cellOf[h]!]!++;
       });
       continue;
     }
@@ -49,7 +51,7 @@ export function* heatmap(q: QueryContext): Work<HeatmapAnswer> {
     const lastHour = new Float64Array(c.nctx).fill(-1);
     const index = new Int32Array(c.nctx).fill(-1);
     yield* scanSteps([c], opts, (_c, i, x) => {
-      const h = Math.floor(ts[i]! / HOUR_MS);
+      const h = table[Math.floor(ts[i]! / SLOT_MS) - base]!;
       if (lastHour[x] === h) return;
       lastHour[x] = h;
       let s = index[x]!;
@@ -59,10 +61,10 @@ export function* heatmap(q: QueryContext): Work<HeatmapAnswer> {
         if (k === undefined) sessionIndex.set(id, (k = sessionIndex.size));
         index[x] = s = k;
       }
-      const key = s * hours + (h - hour0);
+      const key = s * hours + h;
       if (seen.has(key)) return;
       seen.add(key);
-      count(h);
+      cells[cellOf[h]!]!++;
     });
   }
   const out: { weekday: number; hour: number; sessions: number }[] = [];

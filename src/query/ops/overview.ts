@@ -1,86 +1,103 @@
-// overview: daily series and totals. Unfiltered, from the rollups (daily_totals); with
-// filters, from the events. Same definitions both ways (docs/metrics.md).
+// overview: a series of points (local hours, days, ISO weeks or months of the app's zone)
+// and totals. Unfiltered, by day, week or month, from the rollups (daily_totals) when they
+// are kept in the app's zone: weeks and months sum their days, and merge the days'
+// visitor sketches; otherwise (filters, hours, rollups in another zone) from the events.
+// Same definitions both ways (docs/metrics.md).
 
 import type { QueryContext } from "../context.ts";
-import { scanOptions, windowDays } from "../context.ts";
+import { scanOptions } from "../context.ts";
 import { collectSessions, durationSeconds, SESSION_STEP } from "../session-fold.ts";
 import { DAY_MS } from "../../util/time.ts";
 import { columnsOf } from "../../store/chunk.ts";
 import { passingRuns, scanSteps } from "../scan.ts";
 import { inRanges, type Work } from "../work.ts";
-import { dayNumber, DurationHistogram } from "../../store/rollups.ts";
+import { DurationHistogram } from "../../store/rollups.ts";
+import { DistinctCounter } from "../../structs/hll.ts";
+import { buckets, SLOT_MS, type Interval } from "../buckets.ts";
 import type { Period } from "../stats-engine.ts";
 
 const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
 
-export function* period(q: QueryContext): Work<Period> {
-  const days = windowDays(q);
-  // One point per day of the window, by index from its start (UTC midnight).
-  const series = days.map((d) => ({ day: d, events: 0, sessions: 0, users: 0, pageviews: 0 }));
+/** True when this overview is answered from the rollups: no filters, not by hour, rollups in the app's zone. */
+export function fromRollups(q: QueryContext, interval: Interval): boolean {
+  return q.filters.length === 0 && interval !== "hour" && q.rollupZone === q.window.timezone;
+}
+
+export function* period(q: QueryContext, interval: Interval = "day"): Work<Period> {
+  const b = buckets(q.window, interval);
+  const series = b.date.map((date, k) => ({ date, day: b.day[k]!, events: 0, sessions: 0, users: 0, pageviews: 0 }));
   let events = 0;
   let pageviews = 0;
   let sessions = 0;
   let bounces = 0;
   let users = 0;
   let medianSeconds = 0;
-  if (q.filters.length === 0) {
+  if (fromRollups(q, interval)) {
     const hist = new DurationHistogram();
-    for (const p of series) {
-      const t = q.rollups.totals(q.app, dayNumber(p.day), q.debug, hist);
-      p.events = t.events;
-      p.sessions = t.sessions;
-      p.users = t.users;
-      p.pageviews = t.pageviews;
+    // Weeks and months: the days' visitor sketches merged per bucket.
+    const merged = interval === "day" ? null : series.map(() => new DistinctCounter());
+    for (let d = q.window.fromDay; d <= q.window.toDay; d++) {
+      const k = b.ofDay[d - q.window.fromDay]!;
+      const p = series[k]!;
+      const t = q.rollups.totals(q.app, d, q.debug, hist);
+      p.events += t.events;
+      p.sessions += t.sessions;
+      p.pageviews += t.pageviews;
+      if (merged) merged[k]!.merge(t.visitors);
+      else p.users = t.users;
       events += t.events;
       pageviews += t.pageviews;
       sessions += t.sessions;
       bounces += t.bounces;
-      users += t.users;
     }
+    if (merged) for (let k = 0; k < series.length; k++) series[k]!.users = merged[k]!.count();
+    for (const p of series) users += p.users;
     medianSeconds = hist.median();
   } else {
     const { startMs, endMs } = q.window;
-    // Days by index: no date string per row.
+    // Buckets by table: one division and one array read per row.
+    const table = b.table;
+    const base = b.base;
     const visitors = series.map(() => new Set<number>());
     const opts = yield* scanOptions(q, startMs, endMs);
     for (const c of q.chunks(startMs, endMs)) {
       const pvCode = columnsOf(c).column("name").find("pageview");
       const ts = c.ts;
       const name = c.name;
-      // A context is one visitor: once added for a day, its later rows that day add nothing.
-      const lastDay = new Int32Array(c.nctx).fill(-1);
+      // A context is one visitor: once added for a bucket, its later rows there add nothing.
+      const lastBucket = new Int32Array(c.nctx).fill(-1);
       const runs = passingRuns(c, opts);
       if (runs) {
         // A partition inside the window, filtered per context: whole runs of rows, in time
-        // order, so a run within one day counts at once.
+        // order, so a run within one bucket counts at once.
         const start = c.ctxStart!;
         const byRuns = () => {
           for (let x = 0; x < c.nctx; x++) {
             if (!runs[x]) continue;
             const a = start[x]!;
-            const b = start[x + 1]!;
-            if (a === b) continue;
-            const d0 = Math.floor((ts[a]! - startMs) / DAY_MS);
-            const d1 = Math.floor((ts[b - 1]! - startMs) / DAY_MS);
-            events += b - a;
+            const z = start[x + 1]!;
+            if (a === z) continue;
+            const d0 = table[Math.floor(ts[a]! / SLOT_MS) - base]!;
+            const d1 = table[Math.floor(ts[z - 1]! / SLOT_MS) - base]!;
+            events += z - a;
             if (d0 === d1) {
               let pv = 0;
-              for (let i = a; i < b; i++) if (name[i] === pvCode) pv++;
+              for (let i = a; i < z; i++) if (name[i] === pvCode) pv++;
               pageviews += pv;
               series[d0]!.pageviews += pv;
-              series[d0]!.events += b - a;
+              series[d0]!.events += z - a;
               visitors[d0]!.add(c.visitor[x]!);
               continue;
             }
-            for (let i = a; i < b; i++) {
-              const d = Math.floor((ts[i]! - startMs) / DAY_MS);
+            for (let i = a; i < z; i++) {
+              const d = table[Math.floor(ts[i]! / SLOT_MS) - base]!;
               series[d]!.events++;
               if (name[i] === pvCode) {
                 pageviews++;
                 series[d]!.pageviews++;
               }
-              if (lastDay[x] === d) continue;
-              lastDay[x] = d;
+              if (lastBucket[x] === d) continue;
+              lastBucket[x] = d;
               visitors[d]!.add(c.visitor[x]!);
             }
           }
@@ -90,15 +107,15 @@ export function* period(q: QueryContext): Work<Period> {
         continue;
       }
       yield* scanSteps([c], opts, (_c, i, x) => {
-        const d = Math.floor((ts[i]! - startMs) / DAY_MS);
+        const d = table[Math.floor(ts[i]! / SLOT_MS) - base]!;
         series[d]!.events++;
         events++;
         if (name[i] === pvCode) {
           pageviews++;
           series[d]!.pageviews++;
         }
-        if (lastDay[x] === d) return;
-        lastDay[x] = d;
+        if (lastBucket[x] === d) return;
+        lastBucket[x] = d;
         visitors[d]!.add(c.visitor[x]!);
       });
     }
@@ -106,7 +123,7 @@ export function* period(q: QueryContext): Work<Period> {
       series[d]!.users = visitors[d]!.size;
       users += visitors[d]!.size;
     }
-    // Sessions count on the day of their first matching event: look a day either side.
+    // Sessions count in the bucket of their first matching event: look a day either side.
     const all = yield* collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), yield* scanOptions(q, startMs - DAY_MS, endMs + DAY_MS));
     const durations = new DurationHistogram();
     // In plain functions, not the generator's body, where the engine optimizes loops less.
@@ -114,7 +131,7 @@ export function* period(q: QueryContext): Work<Period> {
       for (let k = from; k < to; k++) {
         const first = all.first[k]!;
         if (first < startMs || first >= endMs) continue;
-        series[Math.floor((first - startMs) / DAY_MS)]!.sessions++;
+        series[table[Math.floor(first / SLOT_MS) - base]!]!.sessions++;
         sessions++;
         durations.add(durationSeconds(all.last[k]! - first));
         if (all.isBounce(k)) bounces++;
@@ -126,6 +143,7 @@ export function* period(q: QueryContext): Work<Period> {
   return {
     from: q.window.from,
     to: q.window.to,
+    timezone: q.window.timezone,
     series,
     totals: {
       events,
@@ -137,12 +155,4 @@ export function* period(q: QueryContext): Work<Period> {
       median_session_seconds: medianSeconds,
     },
   };
-}
-
-export function previousWindow(w: QueryContext["window"]): QueryContext["window"] {
-  const len = w.endMs - w.startMs;
-  const startMs = w.startMs - len;
-  const endMs = w.startMs;
-  const day = (t: number) => new Date(t).toISOString().slice(0, 10);
-  return { from: day(startMs), to: day(endMs - DAY_MS), startMs, endMs, days: w.days };
 }
