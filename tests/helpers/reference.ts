@@ -244,7 +244,14 @@ export function refOverviewPeriod(all: StoredEvent[], q: RefQuery, interval: Ref
       events,
       pageviews: inWin.filter((e) => e.name === "pageview").length,
       sessions,
-      users: series.reduce((a, p) => a + p.users, 0),
+      // Hourly points: a person counts once per local day in the totals, as with days.
+      users:
+        interval === "hour"
+          ? [...groupBy(inWin, (e) => refBucket(e.ts, tz, "day").date).values()].reduce(
+              (a, es) => a + new Set(es.map((e) => e.visitor)).size,
+              0,
+            )
+          : series.reduce((a, p) => a + p.users, 0),
       bounce_rate: q.kind === "web" ? r4(bounces, sessions) : 0,
       events_per_session: r4(events, sessions),
       median_session_seconds: refMedian(durations),

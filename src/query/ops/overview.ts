@@ -123,6 +123,9 @@ export function* period(q: QueryContext, interval: Interval = "day"): Work<Perio
       series[d]!.users = visitors[d]!.size;
       users += visitors[d]!.size;
     }
+    // By hour, a person seen in several hours of a day is still one of that day's users in
+    // the totals, as with every other interval: the hours' ids are united per local day.
+    if (interval === "hour") users = usersByDay(series, visitors);
     // Sessions count in the bucket of their first matching event: look a day either side.
     const all = yield* collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), yield* scanOptions(q, startMs - DAY_MS, endMs + DAY_MS));
     const durations = new DurationHistogram();
@@ -155,4 +158,20 @@ export function* period(q: QueryContext, interval: Interval = "day"): Work<Perio
       median_session_seconds: medianSeconds,
     },
   };
+}
+
+/** Distinct visitor ids per local day, summed: the totals' users for hourly points. */
+function usersByDay(series: { day: string }[], visitors: Set<number>[]): number {
+  let users = 0;
+  let day = "";
+  let seen = new Set<number>();
+  for (let k = 0; k < series.length; k++) {
+    if (series[k]!.day !== day) {
+      users += seen.size;
+      seen = new Set();
+      day = series[k]!.day;
+    }
+    for (const v of visitors[k]!) seen.add(v);
+  }
+  return users + seen.size;
 }
