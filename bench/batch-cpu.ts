@@ -3,20 +3,24 @@
 // as under load, after a warm-up of 1,000. Prints one JSON line: process CPU (all threads:
 // the event loop and the log's writer) per batch, the synchronous part of Ingest.batch per
 // batch (inflate, parse, steps, the log record), and the log's bytes per batch (segment
-// files, zero fill included).
+// files, zero fill included); then the same CPU per web event through Ingest.web (40,000
+// tracker events, 50 in flight).
 // Run: bun bench/batch-cpu.ts [batches] [source root]. To compare two versions, point
-// the root at a copy of each tree's files (same node_modules) and alternate runs: the host's
-// noise falls on both alike (bench/journal/2026-11-27.md, "2026-11-27, issue 33").
+// the root at a checkout of each (same node_modules; the folder layouts before and after
+// issue 37 both load) and alternate runs: the host's noise falls on both alike
+// (bench/journal/2026-11-27.md, "2026-11-27, issue 33" and "Issue 37").
 
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { batchBodies } from "./lib.ts";
 
 const N = Number(process.argv[2] ?? 6000);
 const root = resolve(process.argv[3] ?? join(import.meta.dir, ".."));
-const { loadConfig } = await import(join(root, "src/infra/config.ts"));
-const { startServer } = await import(join(root, "src/server/server.ts"));
+/** The first of the paths that exists in the tree: files moved in issue 37. */
+const pick = (...paths: string[]) => join(root, paths.find((p) => existsSync(join(root, p))) ?? paths[0]!);
+const { loadConfig } = await import(pick("src/infra/config.ts", "src/config.ts"));
+const { startServer } = await import(pick("src/server/server.ts", "src/server.ts"));
 const { ensureUser } = await import(join(root, "src/domain/users.ts"));
 const { createOrg } = await import(join(root, "src/domain/orgs.ts"));
 const { createApp } = await import(join(root, "src/domain/apps.ts"));
@@ -63,6 +67,35 @@ for (let i = 0; i < N; i += 50) {
 const cpu = process.cpuUsage(c0);
 const walDir = join(dir, "wal");
 const walBytes = readdirSync(walDir).reduce((n, f) => n + statSync(join(walDir, f)).size, 0);
+
+// Web events: the tracker's body from a pool of addresses, to a site allowing its origin.
+const site = createApp(
+  db,
+  { kind: "user" as const, userId: user.id, sessionId: "" },
+  { org_id: orgId, kind: "web", name: "Site", origins: ["https://example.com"] },
+  Date.now(),
+);
+const webBody = new TextEncoder().encode(
+  `{"k":"${site.key}","n":"pageview","u":"https://example.com/pricing?utm_source=bench","r":"https://www.google.com/","w":1280}`,
+);
+const UA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36";
+const web = (i: number) =>
+  ingest.web({
+    body: webBody,
+    origin: "https://example.com",
+    userAgent: UA,
+    address: `10.${i % 200}.${Math.floor(i / 200) % 250}.7`,
+    forwardedFor: null,
+    forwardingSecret: null,
+    countryHeader: null,
+    trustProxy: false,
+  });
+const WEB = 40_000;
+for (let i = 0; i < 20_000; i += 50) await Promise.all(Array.from({ length: 50 }, (_, k) => web(1_000_000 + i + k)));
+Bun.gc(true);
+const w0 = process.cpuUsage();
+for (let i = 0; i < WEB; i += 50) await Promise.all(Array.from({ length: 50 }, (_, k) => web(i + k)));
+const webCpu = process.cpuUsage(w0);
 console.log(
   JSON.stringify({
     root,
@@ -70,6 +103,7 @@ console.log(
     cpu_us_per_batch: +((cpu.user + cpu.system) / N).toFixed(1),
     loop_us_per_batch: +((loopMs * 1000) / N).toFixed(1),
     wal_bytes_per_batch: Math.round(walBytes / (N + 1000)),
+    cpu_us_per_web_event: +((webCpu.user + webCpu.system) / WEB).toFixed(2),
   }),
 );
 await srv.abort();
