@@ -202,8 +202,15 @@ export const api = {
   apps: () => call<AppView[]>("GET", "/apps"),
   app: (id: number) => call<AppView>("GET", `/apps/${id}`),
   createOrg: (name: string) => call<{ id: number }>("POST", "/orgs", { name }),
-  createApp: (org_id: number, kind: "app" | "web", name: string, origins?: string[]) =>
-    call<{ app: AppView; key: string }>("POST", "/apps", { org_id, kind, name, ...(origins?.length ? { origins } : {}) }),
+  /** `timezone` is an IANA name (UTC when left out); an unknown one is a 400 `invalid_timezone`. */
+  createApp: (org_id: number, kind: "app" | "web", name: string, origins?: string[], timezone?: string) =>
+    call<{ app: AppView; key: string }>("POST", "/apps", {
+      org_id,
+      kind,
+      name,
+      ...(origins?.length ? { origins } : {}),
+      ...(timezone ? { timezone } : {}),
+    }),
   keys: (id: number) => call<{ key: string; created_at: string; revoked_at?: string | null }[]>("GET", `/apps/${id}/keys`),
   /** `interval` is sent when it is not the default (day). */
   overview: (id: number, w: Window, o: { compare?: boolean; debug?: boolean; interval?: string }) =>

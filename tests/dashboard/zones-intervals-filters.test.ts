@@ -4,7 +4,8 @@
 // of the overview's and an event's chart (weeks and hours drawn as the API's points and
 // labelled so, hours not offered over 7 days); filter chips built with an operator (is
 // not, contains, a value with a literal |), shown, removed, in the URL, and the figures
-// shown the API's for the same filters.
+// shown the API's for the same filters; the time zone of a new app chosen in the start
+// page's form (the browser's own by default, an unknown one refused as the server says).
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server.ts";
@@ -36,6 +37,7 @@ let browser: Browser;
 let headers: Record<string, string>;
 let siteId: number;
 let appId: number;
+let orgId: number;
 
 async function api(path: string, init: { method?: string; json?: unknown } = {}): Promise<{ status: number; body: any }> {
   const r = await s.api(path, { ...init, headers });
@@ -54,8 +56,8 @@ function qs(q: Record<string, string | string[]>): string {
   return p.toString();
 }
 
-async function signedInPage(): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+async function signedInPage(timezoneId?: string): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...(timezoneId ? { timezoneId } : {}) });
   const cookie = headers.cookie!;
   await context.addCookies([{ name: cookie.slice(0, cookie.indexOf("=")), value: cookie.slice(cookie.indexOf("=") + 1), url: s.url }]);
   const page = await context.newPage();
@@ -102,6 +104,7 @@ beforeAll(async () => {
   headers = await ownerHeaders(s, "zoe@example.com");
   const site = await newApp(s, headers, "web", [SITE]);
   siteId = site.appId;
+  orgId = site.orgId;
   const app = await newApp(s, headers, "app", undefined, site.orgId);
   appId = app.appId;
   // The app's days are Los Angeles's from the start (hours then carry -08:00 or -07:00).
@@ -373,6 +376,67 @@ describe("time zones, intervals and filter chips in the dashboard", () => {
     expect(await cardsMatch(["pathname:/odd\\|path"])).toBe(1);
 
     expect(errors).toEqual([]);
+    await close();
+  }, 60_000);
+
+  test("a new app's time zone: the browser's by default, a chosen one sent with the create call, an unknown one refused", async () => {
+    // The browser's zone, set for this context (not the machine's, and not UTC).
+    const browserZone = "Australia/Adelaide";
+    const chosen = "Asia/Tokyo";
+    const { page, errors, close } = await signedInPage(browserZone);
+    await page.goto(`${s.url}/?org=${orgId}`);
+    const form = page.locator("form", { has: page.getByRole("button", { name: "Create", exact: true }) });
+    const field = form.locator('input[name="timezone"]');
+    await field.waitFor();
+    // The default is the browser's zone, as the page's own Intl reports it.
+    expect(await page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")).toBe(browserZone);
+    expect(await field.inputValue()).toBe(browserZone);
+    // The same suggestions as the settings field: the browser's zones, UTC first.
+    const options = (await page.evaluate("[...document.querySelectorAll('datalist#time-zones option')].map((o) => o.value)")) as string[];
+    expect(options[0]).toBe("UTC");
+    expect(options).toContain("Europe/Berlin");
+    expect(options).toContain(chosen);
+
+    // An unknown name: the server's 400 and its message, where the form shows its errors; no app made.
+    const refused = await api("/apps", {
+      method: "POST",
+      json: { org_id: orgId, kind: "app", name: "Nowhere", timezone: "Mars/Olympus_Mons" },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe("invalid_timezone");
+    const before = (await ok("/apps")).length;
+    await form.getByLabel("Native app").check();
+    await form.getByLabel("Name", { exact: true }).fill("Tokyo app");
+    await field.fill("Mars/Olympus_Mons");
+    await form.getByRole("button", { name: "Create", exact: true }).click();
+    const alert = form.locator('.error[role="alert"]');
+    await alert.waitFor();
+    expect(await alert.innerText()).toContain(refused.body.error.message);
+    expect((await ok("/apps")).length).toBe(before);
+
+    // A chosen zone: the new app has it.
+    await field.fill(chosen);
+    await form.getByRole("button", { name: "Create", exact: true }).click();
+    await page.waitForURL(/\/apps\/\d+\/install$/);
+    const made = Number(/\/apps\/(\d+)\//.exec(page.url())![1]);
+    const app = await ok(`/apps/${made}`);
+    expect(app.name).toBe("Tokyo app");
+    expect(app.kind).toBe("app");
+    expect(app.timezone).toBe(chosen);
+
+    // The default left as it is: a site in the browser's zone.
+    await page.goto(`${s.url}/?org=${orgId}`);
+    await field.waitFor();
+    expect(await field.inputValue()).toBe(browserZone);
+    await form.getByLabel("Name", { exact: true }).fill("Adelaide site");
+    await form.getByLabel(/Origins/).fill("https://adelaide.example");
+    await form.getByRole("button", { name: "Create", exact: true }).click();
+    await page.waitForURL(/\/apps\/\d+\/install$/);
+    const site = await ok(`/apps/${Number(/\/apps\/(\d+)\//.exec(page.url())![1])}`);
+    expect(site.name).toBe("Adelaide site");
+    expect(site.timezone).toBe(browserZone);
+
+    expect(errors).toEqual(["400 POST /api/v1/apps"]);
     await close();
   }, 60_000);
 });

@@ -23,6 +23,9 @@ export async function launch(): Promise<Browser> {
     executablePath: chromiumPath(),
     headless: true,
     args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+    // The browser's own zone is the default for apps created in the dashboard: UTC on every
+    // machine, unless a test's context sets timezoneId.
+    env: { ...process.env, TZ: "UTC" },
   });
 }
 

@@ -1,12 +1,13 @@
 // The start page: the signed-in person's orgs (a switcher), the apps of the chosen org with
-// today's numbers at a glance, and forms to create an org and an app. A new app goes on to
-// its install step.
+// today's numbers at a glance, and forms to create an org and an app (its time zone
+// defaults to the browser's). A new app goes on to its install step.
 
 import { useState } from "preact/hooks";
 import { api, ApiError, type AppView, type Me } from "../api.ts";
 import { todayIn, zoneOf } from "../format.ts";
 import { Card, ErrorBox, Loading, Num } from "../parts/ui.tsx";
 import { useLoad } from "../parts/load.ts";
+import { browserZone, ZoneField } from "../parts/zone.tsx";
 import { go, query, setQuery } from "../route.ts";
 
 export function Home({ me, reloadMe }: { me: Me; reloadMe: () => void }) {
@@ -117,6 +118,7 @@ function NewApp({ orgId }: { orgId: number }) {
   const [kind, setKind] = useState<"web" | "app">("web");
   const [name, setName] = useState("");
   const [origins, setOrigins] = useState("");
+  const [zone, setZone] = useState(browserZone);
   const [error, setError] = useState<string | null>(null);
   return (
     <Card title="New app or site">
@@ -130,7 +132,7 @@ function NewApp({ orgId }: { orgId: number }) {
               .split(/[\s,]+/)
               .map((o) => o.trim())
               .filter(Boolean);
-            const r = await api.createApp(orgId, kind, name.trim(), kind === "web" ? list : undefined);
+            const r = await api.createApp(orgId, kind, name.trim(), kind === "web" ? list : undefined, zone.trim());
             go(`/apps/${r.app.id}/install`);
           } catch (err) {
             setError(err instanceof ApiError ? err.message : String(err));
@@ -150,6 +152,11 @@ function NewApp({ orgId }: { orgId: number }) {
           Name
           <input required maxLength={100} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         </label>
+        <ZoneField
+          label={`Time zone (the app's days, "today" and the hours of its charts are local to it)`}
+          value={zone}
+          onInput={setZone}
+        />
         {kind === "web" && (
           <label>
             Origins (the site's addresses, e.g. https://example.com; space or comma between several)

@@ -13,6 +13,7 @@ import { MAX_ACTIVE_KEYS, settingsApi, type CreatedShareLink, type JobView } fro
 import { ActionError, ConfirmButton, ShownOnce, useAction, utc } from "../parts/actions.tsx";
 import { useLoad } from "../parts/load.ts";
 import { Card, ErrorBox, LoadState, Num } from "../parts/ui.tsx";
+import { ZoneField } from "../parts/zone.tsx";
 import { query, setQuery } from "../route.ts";
 import { roleAtLeast, type AppViewProps } from "./app.tsx";
 
@@ -39,20 +40,6 @@ const parseOrigins = (s: string) =>
     .split(/[\s,]+/)
     .map((x) => x.trim())
     .filter(Boolean);
-
-/** The time zones this browser knows (IANA names), with UTC first: the field's suggestions. */
-let zones: string[] | null = null;
-function zoneNames(): string[] {
-  if (zones) return zones;
-  let all: string[] = [];
-  try {
-    all = Intl.supportedValuesOf("timeZone");
-  } catch {
-    // an older browser: the field still takes any name, and the server checks it
-  }
-  zones = ["UTC", ...all.filter((z) => z !== "UTC")];
-  return zones;
-}
 
 function General({ app, admin, reload }: { app: AppView; admin: boolean; reload?: () => void }) {
   const [name, setName] = useState(app.name);
@@ -117,23 +104,11 @@ function General({ app, admin, reload }: { app: AppView; admin: boolean; reload?
             onInput={(e) => (setName((e.target as HTMLInputElement).value), setSaved(false))}
           />
         </label>
-        <label>
-          <span>Time zone (the app's days, "today" and the hours of its charts are local to it; usage stays in UTC)</span>
-          <input
-            name="timezone"
-            list="time-zones"
-            value={zone}
-            required
-            autocomplete="off"
-            spellcheck={false}
-            onInput={(e) => (setZone((e.target as HTMLInputElement).value), setSaved(false))}
-          />
-          <datalist id="time-zones">
-            {zoneNames().map((z) => (
-              <option key={z} value={z} />
-            ))}
-          </datalist>
-        </label>
+        <ZoneField
+          label={<span>Time zone (the app's days, "today" and the hours of its charts are local to it; usage stays in UTC)</span>}
+          value={zone}
+          onInput={(z) => (setZone(z), setSaved(false))}
+        />
         {app.kind === "web" && (
           <label>
             <span>Origins allowed to send events (one a line, e.g. https://example.com or https://*.example.com)</span>
