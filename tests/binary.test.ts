@@ -81,6 +81,10 @@ describe("compiled executable", () => {
       const r = await send(p.url);
       expect(r.status).toBe(200);
       expect(await r.json()).toEqual({ accepted: 1, dropped: 0 });
+      // A scan-bound query runs on the query threads (their script is inside the executable too).
+      expect(p.output()).toMatch(/"query_threads":[1-9]/);
+      const listed = await fetch(p.url + "/api/v1/apps/1/events", { headers: hdr });
+      expect(((await listed.json()) as { events: { name: string; events: number }[] }).events).toMatchObject([{ name: "open", events: 1 }]);
       const script = await fetch(p.url + "/script.js");
       expect(await script.text()).toContain("sendBeacon");
       // The dashboard is inside the executable: its page, and every script and style it names.
@@ -109,6 +113,7 @@ describe("compiled executable", () => {
       expect(await p.signal("SIGTERM")).toBe(0);
     }
     expect(p.output()).not.toContain("worker unavailable");
+    expect(p.output()).not.toContain("query thread failed");
     // The partition writer's thread lowered its own priority (bun:ffi, in a worker, compiled).
     if (process.platform === "linux") expect(p.output()).toContain('"msg":"partition writer thread at a lower priority","nice":5');
     // After a restart the log is replayed: the same batch id gets the first answer.

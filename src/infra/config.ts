@@ -4,6 +4,7 @@
 // (a test checks the README against it).
 
 import type { LogFormat } from "./log.ts";
+import { availableParallelism } from "node:os";
 
 export interface Config {
   dataDir: string;
@@ -29,6 +30,7 @@ export interface Config {
   answerBacklog: number;
   queryBudgetMs: number;
   queryQueue: number;
+  queryThreads: number;
   stripeSecretKey: string | null;
   stripeWebhookSecret: string | null;
   stripeApiBase: string;
@@ -344,6 +346,18 @@ export const OPTIONS = [
     fallback: () => 8,
     parse: int(1, 1000),
   } satisfies Option<"queryQueue">,
+  {
+    key: "queryThreads",
+    env: "SEXTANT_QUERY_THREADS",
+    flag: "--query-threads",
+    unit: "threads",
+    defaultText: "the number of cores",
+    description:
+      'Threads that scan for stats queries, each query split across all of them (docs/storage.md, "Query threads"); 0 runs queries on the event loop, in slices.',
+    accepts: "an integer from 0 to 256",
+    fallback: () => availableParallelism(),
+    parse: int(0, 256),
+  } satisfies Option<"queryThreads">,
   {
     key: "stripeSecretKey",
     env: "SEXTANT_STRIPE_SECRET_KEY",

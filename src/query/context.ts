@@ -9,7 +9,7 @@ import type { Window } from "./window.ts";
 import { collectSessions } from "./session-fold.ts";
 import { DAY_MS } from "../util/time.ts";
 import { dayNumberText } from "../util/zone.ts";
-import { type Filter, type ScanOptions, valueTest } from "./scan.ts";
+import { type Filter, type Part, type ScanOptions, valueTest } from "./scan.ts";
 import type { Work } from "./work.ts";
 
 export interface QueryContext {
@@ -24,6 +24,12 @@ export interface QueryContext {
   /** The zone the app's rollup days are local days of (UTC for a store that does not say; null while rebuilt). */
   rollupZone: string | null;
   live: LiveCounts;
+  /**
+   * In a worker thread, this thread's share of the events (parallel.ts): operators then
+   * answer in their partial form, to be merged with the other shares' (uncut lists, the
+   * counts behind ratios and medians).
+   */
+  part?: Part | null;
 }
 
 /** Scan options over [from, to) with the query's filters; entry/exit filters (any operator) resolved to session ids. */
@@ -37,6 +43,7 @@ export function* scanOptions(q: QueryContext, startMs: number, endMs: number): W
       endMs: endMs + DAY_MS,
       debug: q.debug,
       filters: others,
+      part: q.part,
     });
     // Each filter's test once per distinct entry / exit, not once per session.
     const tests = sessionFilters.map((f) => {
@@ -53,7 +60,7 @@ export function* scanOptions(q: QueryContext, startMs: number, endMs: number): W
     onlySessions = new Set();
     for (let k = 0; k < all.n; k++) if (tests.every((pass) => pass(k))) onlySessions.add(all.id[k]!);
   }
-  return { startMs, endMs, debug: q.debug, filters: q.filters, onlySessions };
+  return { startMs, endMs, debug: q.debug, filters: q.filters, onlySessions, part: q.part };
 }
 
 /**

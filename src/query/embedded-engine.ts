@@ -6,22 +6,21 @@
 import { DomainError } from "../model/errors.ts";
 import type { QueryName, ServerMetrics } from "../infra/metrics.ts";
 import type { EventStore } from "../store/store.ts";
-import { QueryRunner } from "./runner.ts";
+import { QueryRunner, type Budget } from "./runner.ts";
+import type { QueryChunks } from "../store/store.ts";
 import type { QueryContext } from "./context.ts";
 import type { Work } from "./work.ts";
 import { parseFilters } from "./scan.ts";
 import { previousWindow, resolveWindow, type Window } from "./window.ts";
-import { fromRollups, period } from "./ops/overview.ts";
+import { fromRollups, period, periodOf } from "./ops/overview.ts";
 import { checkInterval } from "./buckets.ts";
 import type { ZoneAwareStore } from "./runner.ts";
-import { breakdown } from "./ops/breakdown.ts";
-import { eventsList } from "./ops/events.ts";
-import { eventDetail } from "./ops/event-detail.ts";
-import { funnel } from "./ops/funnel.ts";
-import { heatmap } from "./ops/heatmap.ts";
 import { live } from "./ops/live.ts";
-import { paths } from "./ops/paths.ts";
-import { sessionsList, timeline } from "./ops/sessions.ts";
+import { PATHS_LIMIT } from "./ops/paths.ts";
+import { timeline } from "./ops/sessions.ts";
+import { ScanPool } from "./scan-pool.ts";
+import type { Logger } from "../infra/log.ts";
+import type { Job } from "./parallel.ts";
 import type {
   AppZones,
   BreakdownAnswer,
@@ -66,13 +65,28 @@ export interface EmbeddedEngineOptions {
   maxWaiting: number;
   /** Where each endpoint's latency and refusals are counted (GET /metrics). */
   metrics: Pick<ServerMetrics, "queries">;
+  /** Query threads (0: operators run on the event loop, in slices). */
+  threads?: number;
+  log?: Logger;
 }
 
 export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones {
   private readonly runner: QueryRunner;
+  private readonly pool: ScanPool | null;
 
   constructor(private readonly o: EmbeddedEngineOptions) {
-    this.runner = new QueryRunner({ store: o.store, now: o.now, budgetMs: o.budgetMs, maxWaiting: o.maxWaiting });
+    this.pool = o.threads && o.log ? new ScanPool(o.threads, o.log) : null;
+    this.runner = new QueryRunner({ store: o.store, now: o.now, budgetMs: o.budgetMs, maxWaiting: o.maxWaiting, pool: this.pool });
+  }
+
+  /** The query threads in use (0: none, operators run on the event loop). */
+  get threads(): number {
+    return this.pool?.usable ? this.pool.size : 0;
+  }
+
+  /** Stops the query threads. */
+  close(): void {
+    this.pool?.close();
   }
 
   overview(app: StatsApp, query: OverviewParams): Promise<OverviewAnswer> {
@@ -83,14 +97,25 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
       "overview",
       query,
       [query.compare ?? null, interval],
-      function* (q) {
-        return {
-          current: yield* period(q, interval),
-          previous: query.compare === "previous" ? yield* period({ ...q, window: previousWindow(q.window) }, interval) : null,
+      (q, budget, reader) => {
+        const compare = query.compare === "previous";
+        if (fromRollups(q, interval)) {
+          return (function* () {
+            return {
+              current: periodOf(yield* period(q, interval)),
+              previous: compare ? periodOf(yield* period({ ...q, window: previousWindow(q.window) }, interval)) : null,
+              interval,
+              sampled: false as const,
+              source: "daily_totals" as OverviewAnswer["source"],
+            };
+          })();
+        }
+        return this.after(this.runner.job(q, { op: "overview", interval, compare }, 0, budget, reader), (a) => ({
+          ...a,
           interval,
           sampled: false as const,
-          source: fromRollups(q, interval) ? ("daily_totals" as const) : ("events" as const),
-        };
+          source: "events" as OverviewAnswer["source"],
+        }));
       },
       { check },
     );
@@ -100,14 +125,18 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
     const { dimension } = query;
     const metric = query.metric ?? "events";
     const limit = query.limit ?? 10;
-    return this.run(app, "breakdown", query, [dimension, metric, limit], function* (q) {
-      return { ...(yield* breakdown(q, dimension, metric, limit)), sampled: false as const, source: "events" };
-    });
+    return this.run(app, "breakdown", query, [dimension, metric, limit], (q, budget, reader) =>
+      this.after(this.runner.job(q, { op: "breakdown", dimension, metric }, limit, budget, reader), (rows) => ({
+        ...rows,
+        sampled: false as const,
+        source: "events",
+      })),
+    );
   }
 
   events(app: StatsApp, query: ListParams): Promise<EventsAnswer> {
     const limit = query.limit ?? 50;
-    return this.run(app, "events", query, limit, (q) => eventsList(q, limit));
+    return this.run(app, "events", query, limit, this.job({ op: "events" }, limit));
   }
 
   eventDetail(app: StatsApp, name: string, query: EventDetailParams): Promise<EventDetailAnswer> {
@@ -118,17 +147,23 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
       "event",
       query,
       [name, query.property ?? null, query.by ?? null, interval],
-      (q) => eventDetail(q, name, query.property, query.by, interval),
+      this.job({ op: "event", name, property: query.property, by: query.by, interval }, 0),
       { check },
     );
   }
 
   funnel(app: StatsApp, f: FunnelSpec, query: WindowParams): Promise<FunnelAnswer> {
-    return this.run(app, "funnel", query, f, (q) => funnel(q, f.steps, f.window_seconds, f.breakdown));
+    return this.run(
+      app,
+      "funnel",
+      query,
+      f,
+      this.job({ op: "funnel", steps: f.steps, windowSeconds: f.window_seconds, breakdown: f.breakdown }, 0),
+    );
   }
 
   heatmap(app: StatsApp, query: WindowParams): Promise<HeatmapAnswer> {
-    return this.run(app, "heatmap", query, null, (q) => heatmap(q));
+    return this.run(app, "heatmap", query, null, this.job({ op: "heatmap" }, 0));
   }
 
   live(app: StatsApp, query: DebugParams): Promise<LiveAnswer> {
@@ -136,12 +171,12 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
   }
 
   paths(app: StatsApp, after: string, query: WindowParams): Promise<PathsAnswer> {
-    return this.run(app, "paths", query, after, (q) => paths(q, after));
+    return this.run(app, "paths", query, after, this.job({ op: "paths", after }, PATHS_LIMIT));
   }
 
   sessions(app: StatsApp, query: ListParams): Promise<SessionsAnswer> {
     const limit = query.limit ?? 50;
-    return this.run(app, "sessions", query, limit, (q) => sessionsList(q, limit), { allowedFilters: SESSION_FILTERS });
+    return this.run(app, "sessions", query, limit, this.job({ op: "sessions", limit }, limit), { allowedFilters: SESSION_FILTERS });
   }
 
   timeline(app: StatsApp, sessionId: string, query: DebugParams): Promise<TimelineEvent[]> {
@@ -171,6 +206,19 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
     };
   }
 
+  /** A scan-bound job as a run (QueryRunner.job). */
+  private job<J extends Job>(job: J, limit: number) {
+    return (q: QueryContext, budget: Budget, reader: QueryChunks) => this.runner.job(q, job, limit, budget, reader);
+  }
+
+  /** `run`'s answer shaped by `fn`, whether it comes from the event loop's slices or the threads. */
+  private after<A, B>(run: Work<A> | Promise<A>, fn: (a: A) => B): Work<B> | Promise<B> {
+    if (run instanceof Promise) return run.then(fn);
+    return (function* () {
+      return fn(yield* run);
+    })();
+  }
+
   /**
    * Reads the window and filters, then runs `fn` through the runner: cached under the
    * query's key (the app, endpoint, window, debug kind, filters and `extra`) unless
@@ -181,7 +229,7 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
     endpoint: QueryName,
     query: WindowParams & DebugParams,
     extra: unknown,
-    fn: (q: QueryContext) => Work<T>,
+    fn: (q: QueryContext, budget: Budget, reader: QueryChunks) => Work<T> | Promise<T>,
     opts: RunOptions = {},
   ): Promise<T> {
     const window = resolveWindow(query.from, query.to, this.o.now(), app.timezone ?? "UTC");
@@ -205,7 +253,7 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
     const t0 = performance.now();
     try {
       return await this.runner.run(key, (budget, reader) =>
-        fn(this.runner.context(app.id, app.kind, window, query.debug === true, filters, budget, reader)),
+        fn(this.runner.context(app.id, app.kind, window, query.debug === true, filters, budget, reader), budget, reader),
       );
     } catch (e) {
       if (e instanceof DomainError && e.kind === "too_heavy") m.refused["422"]++;

@@ -10,6 +10,8 @@ import type { QueryContext } from "./context.ts";
 import type { Filter } from "./scan.ts";
 import type { Window } from "./window.ts";
 import type { Work } from "./work.ts";
+import { mergeShares, jobSpan, runShare, shareKey, type Answers, type Job } from "./parallel.ts";
+import type { ScanPool } from "./scan-pool.ts";
 
 export const CACHE_MS = 30_000;
 
@@ -49,7 +51,12 @@ export interface RunnerOptions {
   maxWaiting: number;
   /** Milliseconds an operator runs before the event loop's other work (default SLICE_MS). */
   sliceMs?: number;
+  /** The query threads; without them (or once they failed) operators run on the event loop, in slices. */
+  pool?: ScanPool | null;
 }
+
+/** A run: an operator for the event loop (in slices), or an answer on its way from the query threads. */
+type Run<T> = Work<T> | Promise<T>;
 
 export class QueryRunner {
   /** Answers by key, and refusals for memory (the same until the data shrinks, so not asked again for as long). */
@@ -92,7 +99,7 @@ export class QueryRunner {
    * event loop's other work between them; the heads it reads stay as they were when it
    * first read them (EventStore.chunks), and are let go when the query ends.
    */
-  run<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => Work<T>): Promise<T> {
+  run<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => Run<T>): Promise<T> {
     if (!key) return this.compute(null, fn);
     const hit = this.cache.get(key);
     if (hit && this.o.now() - hit.at < CACHE_MS) return hit.refused ? Promise.reject(hit.refused) : Promise.resolve(hit.value as T);
@@ -107,10 +114,50 @@ export class QueryRunner {
     return p;
   }
 
+  /**
+   * A scan-bound query (parallel.ts) for `run`: in shares on the query threads when there
+   * are threads, else as one share on the event loop, in slices. The chunks it may read
+   * are taken here, on the event loop (partitions the cache lacks are decoded first, as
+   * for any query), then sent.
+   */
+  job<J extends Job>(q: QueryContext, job: J, limit: number, budget: Budget, reader: QueryChunks): Run<Answers[J["op"]]> {
+    const pool = this.o.pool;
+    if (!pool?.usable) {
+      const part = { index: 0, count: 1, key: "session" as const };
+      const one = runShare(job, { ...q, part });
+      return (function* () {
+        return mergeShares(job, [yield* one], q.kind, limit);
+      })();
+    }
+    const span = jobSpan(job, q.window);
+    const chunks = this.o.store.chunks(q.app, span.fromMs, span.toMs, () => budget.check(), reader);
+    const heads = new Set(reader.heads.values());
+    const cached = this.o.store.cachedChunks();
+    const leftMs = (budget as { leftMs?: () => number }).leftMs?.() ?? this.o.budgetMs;
+    return pool
+      .run(
+        {
+          job,
+          app: q.app,
+          kind: q.kind,
+          window: q.window,
+          debug: q.debug,
+          filters: q.filters,
+          now: q.now,
+          key: shareKey(job, q.kind, q.filters),
+          deadline: Date.now() + Math.max(0, leftMs),
+        },
+        chunks,
+        (c) => heads.has(c),
+        (c) => cached.has(c),
+      )
+      .then((shares) => mergeShares(job, shares, q.kind, limit));
+  }
+
   /** Queries under way, by key (run). */
   private inflight = new Map<string, Promise<unknown>>();
 
-  private async compute<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => Work<T>): Promise<T> {
+  private async compute<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => Run<T>): Promise<T> {
     if (this.waiting >= this.o.maxWaiting) {
       throw new DomainError("unavailable", "too_busy", "Too many statistics queries are running; retry shortly.", 1);
     }
@@ -125,7 +172,8 @@ export class QueryRunner {
         "This query reads more data than the server may hold in memory for one query; narrow the dates or add filters.",
       ));
     let started = -1;
-    const budget: Budget = {
+    const budget: Budget & { leftMs(): number } = {
+      leftMs: () => this.o.budgetMs - (performance.now() - started),
       check: () => {
         if (performance.now() - started > this.o.budgetMs) throw tooHeavy();
       },
@@ -142,7 +190,8 @@ export class QueryRunner {
         .then(async (): Promise<{ value: T } | { need: NeedDecode }> => {
           if (started < 0) started = performance.now();
           try {
-            return { value: await inSlices(fn(budget, reader), budget, this.o.sliceMs ?? SLICE_MS) };
+            const run = fn(budget, reader);
+            return { value: run instanceof Promise ? await run : await inSlices(run, budget, this.o.sliceMs ?? SLICE_MS) };
           } catch (e) {
             if (e instanceof NeedDecode) return { need: e };
             if (e instanceof OverMemory) throw tooLarge();

@@ -130,7 +130,32 @@ export interface ScanOptions {
   filters: Filter[];
   /** Session ids allowed by entry/exit filters (computed by the caller), or null for all. */
   onlySessions?: Set<number> | null;
+  /** One worker thread's share of a query: only the contexts whose key falls in it (parallel.ts). */
+  part?: Part | null;
 }
+
+/**
+ * A share of a query's events for one of `count` worker threads: the contexts whose visitor
+ * (or session) id hashes to the index-th of `count` shares. Every visitor's (or session's)
+ * events are in one share, so the shares' distinct counts add up.
+ */
+export interface Part {
+  index: number;
+  count: number;
+  key: "visitor" | "session";
+}
+
+/** Whether an id is in the share: its low 32 bits mixed (ids may be small numbers, not only hashes), scaled to the shares. */
+export function inPart(p: Part, id: number): boolean {
+  const h = Math.imul(id >>> 0, 0x9e3779b1) >>> 0;
+  return Math.floor((h / 4294967296) * p.count) === p.index;
+}
+
+/** Whether a scan reads only a share of the events (one of several). */
+export const splits = (p: Part | null | undefined): p is Part => !!p && p.count > 1;
+
+/** A name for the share, for what is derived from a chunk per share ("" for the whole). */
+export const partTag = (p: Part | null | undefined) => (splits(p) ? `:${p.key}${p.index}/${p.count}` : "");
 
 /**
  * Calls `fn(chunk, i, x)` for every row that passes: in the time range, of the debug kind
@@ -175,17 +200,31 @@ function scanRows(c: Chunk, o: ScanOptions, plan: Compiled, fn: (c: Chunk, i: nu
   // A chunk inside the window needs no time check; the name test goes first, as the
   // most selective and cheapest (one event in fifty is a signup).
   const whole = c.minTs >= o.startMs && c.maxTs < o.endMs;
-  for (let i = from; i < to; i++) {
-    if (nameOk && !nameOk[name[i]!]) continue;
-    if (!whole) {
-      const t = ts[i]!;
-      if (t < o.startMs || t >= o.endMs) continue;
+  const span = (from: number, to: number) => {
+    for (let i = from; i < to; i++) {
+      if (nameOk && !nameOk[name[i]!]) continue;
+      if (!whole) {
+        const t = ts[i]!;
+        if (t < o.startMs || t >= o.endMs) continue;
+      }
+      const x = ctx[i]!;
+      if (!ctxOk[x]) continue;
+      if (pathOk && !pathOk[path[i]!]) continue;
+      if (rowOk && !rowOk[i]) continue;
+      fn(c, i, x);
     }
-    const x = ctx[i]!;
+  };
+  const start = c.ctxStart;
+  if (!splits(o.part) || !start) {
+    span(from, to);
+    return;
+  }
+  // A share of a partition: whole runs of other shares' contexts are skipped, not read row by row.
+  for (let x = from < c.n ? ctx[from]! : c.nctx; x < c.nctx; x++) {
     if (!ctxOk[x]) continue;
-    if (pathOk && !pathOk[path[i]!]) continue;
-    if (rowOk && !rowOk[i]) continue;
-    fn(c, i, x);
+    const a = Math.max(from, start[x]!);
+    if (a >= to) break;
+    span(a, Math.min(to, start[x + 1]!));
   }
 }
 
@@ -217,6 +256,12 @@ export function countByContext(c: Chunk, o: ScanOptions): Float64Array | null {
   const name = c.name;
   const path = c.pathname;
   const whole = c.minTs >= o.startMs && c.maxTs < o.endMs;
+  if (whole && !nameOk && !pathOk && !rowOk && c.ctxStart) {
+    // Consecutive rows per context: its count without reading the rows.
+    const start = c.ctxStart;
+    for (let x = 0; x < c.nctx; x++) if (ctxOk[x]) counts[x] = start[x + 1]! - start[x]!;
+    return counts;
+  }
   if (whole && !nameOk && !pathOk && !rowOk) {
     for (let i = 0; i < c.n; i++) counts[ctx[i]!]!++;
   } else {
@@ -239,7 +284,7 @@ export function countByContext(c: Chunk, o: ScanOptions): Float64Array | null {
  * size of the contexts allocated. Null when the case does not apply (use countByContext).
  */
 export function countCodesWhole(c: Chunk, o: ScanOptions, codes: Codes, ncodes: number): Float64Array | null {
-  if (o.filters.length || o.onlySessions || c.n === 0 || c.minTs < o.startMs || c.maxTs >= o.endMs) return null;
+  if (o.filters.length || o.onlySessions || splits(o.part) || c.n === 0 || c.minTs < o.startMs || c.maxTs >= o.endMs) return null;
   const per = new Float64Array(ncodes);
   const debug = c.debug;
   const want = o.debug ? 1 : 0;
@@ -358,6 +403,11 @@ export function compile(c: Chunk, o: ScanOptions): Compiled | null {
   for (let x = 0; x < c.nctx; x++) ctxOk[x] = c.debug[x] === debug ? 1 : 0;
   const only = o.onlySessions;
   if (only) for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !only.has(c.session[x]!)) ctxOk[x] = 0;
+  const part = o.part;
+  if (splits(part)) {
+    const ids = part.key === "visitor" ? c.visitor : c.session;
+    for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !inPart(part, ids[x]!)) ctxOk[x] = 0;
+  }
   const columns = columnsOf(c);
   let nameOk: Uint8Array | null = null;
   let pathOk: Uint8Array | null = null;

@@ -3,7 +3,7 @@
 // property of the first and last event for apps).
 
 import { columnsOf, derive, type Chunk, type StringColumn } from "../store/chunk.ts";
-import { passingRuns, scan, type ScanOptions } from "./scan.ts";
+import { partTag, passingRuns, scan, type ScanOptions } from "./scan.ts";
 import type { Work } from "./work.ts";
 import { NumberMap } from "../structs/number-map.ts";
 
@@ -261,7 +261,7 @@ function foldsOf(c: Chunk, o: ScanOptions): Folds {
   // partition once. About 28 bytes a session, a tenth of the partition's own columns.
   return derive(
     c,
-    o.debug ? "sessions.folds.debug" : "sessions.folds",
+    (o.debug ? "sessions.folds.debug" : "sessions.folds") + partTag(o.part),
     () => foldRuns(c, runs, pv, true),
     (f) => 28 * f.n + 200,
   );

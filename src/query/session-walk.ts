@@ -7,7 +7,7 @@
 
 import { columnsOf, derive, type Chunk, type Codes } from "../store/chunk.ts";
 import { sessionTimeOrder } from "../store/order.ts";
-import { compile, type Compiled, type ScanOptions } from "./scan.ts";
+import { compile, partTag, type Compiled, type ScanOptions } from "./scan.ts";
 import type { Work } from "./work.ts";
 import { NumberMap } from "../structs/number-map.ts";
 
@@ -206,7 +206,7 @@ function stretches(c: Chunk, plan: Compiled, o: ScanOptions): Part {
       o.filters.length === 0 && !o.onlySessions
         ? derive(
             c,
-            o.debug ? "walk.stretches.debug" : "walk.stretches",
+            (o.debug ? "walk.stretches.debug" : "walk.stretches") + partTag(o.part),
             () => runsOf(c, plan.ctxOk),
             (v) => 24 * v.n + 64,
           )

@@ -156,6 +156,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     budgetMs: config.queryBudgetMs,
     maxWaiting: config.queryQueue,
     metrics: storage.metrics,
+    threads: config.queryThreads,
+    log,
   });
   const services: Services = {
     config,
@@ -213,7 +215,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const ingestUrl = ingestListener ? `http://${displayHost(config.host)}:${ingestListener.port}` : url;
   // /readyz answers 200 from here on: the log is replayed and both listeners serve the apps.
   storage.metrics.ready = true;
-  log.info("listening", { url, ingest_url: ingestUrl, data_dir: config.dataDir });
+  log.info("listening", { url, ingest_url: ingestUrl, data_dir: config.dataDir, query_threads: stats.threads });
   kickExports();
   // Whoever waits for this line (an operator, a supervisor, a test) should see it now.
   log.flush();
@@ -227,6 +229,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       ingest.shedder.stop();
       scheduler.stop();
       mailer.close();
+      stats.close();
       await storage.close();
       log.info("stopped");
       log.flush();
@@ -240,6 +243,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       ingest.shedder.stop();
       scheduler.stop();
       mailer.close();
+      stats.close();
       await storage.close({ abort: true });
     })();
     await stopping;

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import type { Partition } from "./catalog.ts";
 import { chunkBytes, type Chunk } from "./chunk.ts";
-import type { PartitionFiles } from "./files.ts";
+import { sharedCopy, type PartitionFiles } from "./files.ts";
 import { readPartition } from "./parquet.ts";
 
 export class DecodedCache {
@@ -33,6 +33,13 @@ export class DecodedCache {
     return this.entries.get(file)?.chunk;
   }
 
+  /** Every chunk held (the query threads let go of the partitions not among them). */
+  chunks(): Set<Chunk> {
+    const out = new Set<Chunk>();
+    for (const e of this.entries.values()) out.add(e.chunk);
+    return out;
+  }
+
   /** The decoded bytes of a cached chunk. */
   bytesOf(file: string): number | undefined {
     return this.entries.get(file)?.bytes;
@@ -55,7 +62,8 @@ export class DecodedCache {
       return hit.chunk;
     }
     this.lookups.misses++;
-    const { chunk } = readPartition(new Uint8Array(readFileSync(p.file)), check);
+    // In shared memory, as the partition thread's decodes are: the query threads read it in place.
+    const chunk = sharedCopy(readPartition(new Uint8Array(readFileSync(p.file)), check).chunk);
     this.decodedInline++;
     this.remember(p.file, chunk);
     return chunk;

@@ -248,10 +248,40 @@ export function packWritten(ws: Written[]): { value: (Partition & { decoded?: Pa
   return { value, transfer: [...new Set(transfer)] };
 }
 
-/** A chunk nothing else reads, as plain data for postMessage, with the buffers to hand over. */
+/**
+ * A chunk nothing else reads (a partition just decoded or written, in the partition
+ * thread), as plain data for postMessage. Its columns are moved into shared memory here,
+ * off the event loop: the query threads then read the cache's partitions in place
+ * (query/scan-pool.ts), never a copy each.
+ */
 export function packOwned(c: Chunk): { value: PackedChunk; transfer: ArrayBuffer[] } {
-  const value = packChunk(c, true);
+  const value = packChunk(sharedCopy(c), true);
   return { value, transfer: buffersOf(value) };
+}
+
+/** The chunk with each array of its columns in shared memory (those already there kept). */
+export function sharedCopy(c: Chunk): Chunk {
+  const share = <T extends ArrayBufferView & { length: number; set(a: ArrayLike<number>): void }>(a: T): T => {
+    if (a.buffer instanceof SharedArrayBuffer) return a;
+    const Ctor = a.constructor as new (b: SharedArrayBuffer) => T;
+    const out = new Ctor(new SharedArrayBuffer(a.byteLength));
+    out.set(a as unknown as ArrayLike<number>);
+    return out;
+  };
+  return {
+    ...c,
+    ts: share(c.ts),
+    name: share(c.name),
+    pathname: share(c.pathname),
+    ctx: share(c.ctx),
+    session: share(c.session),
+    visitor: share(c.visitor),
+    debug: share(c.debug),
+    dims: Object.fromEntries(CTX_DIMS.map((d) => [d, share(c.dims[d])])) as Chunk["dims"],
+    sp: new Map([...c.sp].map(([k, p]) => [k, { ...p, rows: share(p.rows), codes: share(p.codes) }])),
+    np: new Map([...c.np].map(([k, p]) => [k, { ...p, rows: share(p.rows), vals: share(p.vals) }])),
+    ctxStart: c.ctxStart && share(c.ctxStart),
+  };
 }
 
 function buffersOf(p: ReturnType<typeof packChunk>): ArrayBuffer[] {

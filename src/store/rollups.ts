@@ -535,6 +535,12 @@ export class DurationHistogram {
       else this.over.set(k, (this.over.get(k) ?? 0) + v);
     }
   }
+  /** Every duration held, by seconds (what addAll takes): a share's durations, sent to be merged. */
+  toMap(): Map<number, number> {
+    const m = new Map<number, number>(this.over);
+    for (let k = 0; k < 3600; k++) if (this.exact[k]) m.set(k, this.exact[k]!);
+    return m;
+  }
   /** Same answer as medianOf over the merged map. */
   median(): number {
     const m = new Map<number, number>(this.over);

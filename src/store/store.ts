@@ -283,6 +283,11 @@ export class EventStore {
     return this.s.files.scratchHeld();
   }
 
+  /** The decoded partitions the cache holds now. */
+  cachedChunks(): Set<Chunk> {
+    return this.s.cache.chunks();
+  }
+
   cacheStats() {
     return { ...this.s.cache.stats(), scratchReleases: this.scratchReleases };
   }

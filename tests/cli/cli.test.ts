@@ -89,7 +89,11 @@ describe("sextant command line", () => {
       await waitFor("the partition writer's priority line", () => p.output().includes("at a lower priority"));
       expect(p.output()).toContain('"msg":"partition writer thread at a lower priority","nice":7');
       const lowered = threadsOf(p.proc.pid).filter((t) => t.nice !== 0);
-      expect(lowered.map((t) => [t.comm, t.nice])).toEqual([["Worker", 7]]);
+      // One worker thread (the writer), plus its own garbage collector's thread when the
+      // engine starts one while the writer runs: a thread started by a lowered thread
+      // inherits its priority (seen under load, with the query threads around).
+      expect(lowered.filter((t) => t.comm === "Worker").map((t) => t.nice)).toEqual([7]);
+      for (const t of lowered) expect([t.comm, t.nice]).toEqual([t.comm === "Worker" ? "Worker" : "ollector Thread", 7]);
       expect(threadsOf(p.proc.pid).find((t) => t.tid === p.proc.pid)!.nice).toBe(0);
     } finally {
       expect(await p.signal("SIGTERM")).toBe(0);

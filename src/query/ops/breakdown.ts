@@ -104,3 +104,12 @@ export function* breakdown(q: QueryContext, dimension: string, metric: Breakdown
   rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
   return { dimension, metric, rows: rows.filter((r) => r.count > 0).slice(0, limit) };
 }
+
+/** Rows of shares answered with no limit (one per worker thread, each a set of visitors or sessions): summed per value, then cut. */
+export function mergeBreakdowns(shares: BreakdownRows[], limit: number): BreakdownRows {
+  const sum = new Map<string, number>();
+  for (const s of shares) for (const r of s.rows) sum.set(r.value, (sum.get(r.value) ?? 0) + r.count);
+  const rows = [...sum].map(([value, count]) => ({ value, count }));
+  rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+  return { dimension: shares[0]!.dimension, metric: shares[0]!.metric, rows: rows.slice(0, limit) };
+}

@@ -27,13 +27,23 @@ function p95(xs: number[]): number {
   return s[Math.max(0, Math.ceil(0.95 * s.length) - 1)]!;
 }
 
+/** What an event's detail is made of: its property values, counted or listed in full. */
+interface DetailValues {
+  text: Map<string, Map<string, number>>;
+  nums: Map<string, number[]>;
+  groups: Map<string, number[]>;
+}
+
+/** A worker thread's share of an event's detail (each share a set of visitors), with its values in full. */
+export type EventDetailShare = EventDetailAnswer & { values?: DetailValues };
+
 export function* eventDetail(
   q: QueryContext,
   name: string,
   property: string | undefined,
   by: string | undefined,
   interval: Interval = "day",
-): Work<EventDetailAnswer> {
+): Work<EventDetailShare> {
   const { startMs, endMs } = q.window;
   const opts = yield* scanOptionsForNames(q, [name], startMs, endMs);
   // One point per bucket of the window, found by table (buckets.ts). sessionRuns,
@@ -128,18 +138,66 @@ export function* eventDetail(
       }
     }
   }
-  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const points = series.map((p) => ({
+    date: p.date,
+    day: p.day,
+    events: p.events,
+    sessions: p.sessionRuns + p.sessions.size,
+    users: p.userMarks + p.users.size,
+  }));
+  const values = { text, nums, groups };
+  const answer = shapeDetail(name, interval, q.window.timezone, points, values, property, by);
+  return q.part ? { ...answer, values } : answer;
+}
+
+/** The detail of shares (each a set of visitors): points summed, values put together, then shaped as one. */
+export function mergeEventDetails(shares: EventDetailShare[], property: string | undefined, by: string | undefined): EventDetailAnswer {
+  const first = shares[0]!;
+  const points = first.series.map((p) => ({ ...p }));
+  const all: DetailValues = { text: new Map(), nums: new Map(), groups: new Map() };
+  for (const s of shares) {
+    for (let k = 0; s !== first && k < points.length; k++) {
+      points[k]!.events += s.series[k]!.events;
+      points[k]!.sessions += s.series[k]!.sessions;
+      points[k]!.users += s.series[k]!.users;
+    }
+    const v = s.values!;
+    for (const [key, m] of v.text) {
+      const into = all.text.get(key) ?? all.text.set(key, new Map()).get(key)!;
+      for (const [value, n] of m) into.set(value, (into.get(value) ?? 0) + n);
+    }
+    // Appended one by one: a spread of a long list passes the engine's limit on arguments.
+    for (const [key, xs] of v.nums) {
+      const into = all.nums.get(key) ?? all.nums.set(key, []).get(key)!;
+      for (const x of xs) into.push(x);
+    }
+    for (const [key, xs] of v.groups) {
+      const into = all.groups.get(key) ?? all.groups.set(key, []).get(key)!;
+      for (const x of xs) into.push(x);
+    }
+  }
+  return shapeDetail(first.name, first.interval, first.timezone, points, all, property, by);
+}
+
+function shapeDetail(
+  name: string,
+  interval: Interval,
+  timezone: string,
+  points: EventDetailAnswer["series"],
+  { text, nums, groups }: DetailValues,
+  property: string | undefined,
+  by: string | undefined,
+): EventDetailAnswer {
+  // Summed smallest first: the same total whatever order the values came in (threads' shares).
+  const sum = (xs: number[]) =>
+    Float64Array.from(xs)
+      .sort()
+      .reduce((a, b) => a + b, 0);
   return {
     name,
     interval,
-    timezone: q.window.timezone,
-    series: series.map((p) => ({
-      date: p.date,
-      day: p.day,
-      events: p.events,
-      sessions: p.sessionRuns + p.sessions.size,
-      users: p.userMarks + p.users.size,
-    })),
+    timezone,
+    series: points,
     string_properties: [...text]
       .map(([key, m]) => ({
         key,

@@ -50,3 +50,22 @@ export function* eventsList(q: QueryContext, limit: number): Work<EventsAnswer> 
   events.sort((a, b) => b.events - a.events || (a.name < b.name ? -1 : 1));
   return { events: events.slice(0, limit), sampled: false as const };
 }
+
+/** Event lists of shares answered with no limit (each a set of visitors): summed per name, then cut. */
+export function mergeEventLists(shares: EventsAnswer[], limit: number): EventsAnswer {
+  const by = new Map<string, { name: string; events: number; users: number; series: number[] }>();
+  for (const s of shares) {
+    for (const e of s.events) {
+      const m = by.get(e.name);
+      if (!m) by.set(e.name, { ...e, series: [...e.series] });
+      else {
+        m.events += e.events;
+        m.users += e.users;
+        for (let d = 0; d < m.series.length; d++) m.series[d]! += e.series[d]!;
+      }
+    }
+  }
+  const events = [...by.values()];
+  events.sort((a, b) => b.events - a.events || (a.name < b.name ? -1 : 1));
+  return { events: events.slice(0, limit), sampled: false as const };
+}

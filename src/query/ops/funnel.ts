@@ -15,7 +15,13 @@ import type { FunnelAnswer } from "../stats-engine.ts";
 
 export const MAX_GROUPS = 20;
 
-export function* funnel(q: QueryContext, steps: string[], windowSeconds: number, breakdown: string | null): Work<FunnelAnswer> {
+export function* funnel(
+  q: QueryContext,
+  steps: string[],
+  windowSeconds: number,
+  breakdown: string | null,
+  maxGroups = MAX_GROUPS,
+): Work<FunnelAnswer> {
   const { startMs, endMs } = q.window;
   const w = windowSeconds * 1000;
   // Events of the step names, per session, from the window start to window end + w.
@@ -88,6 +94,11 @@ export function* funnel(q: QueryContext, steps: string[], windowSeconds: number,
     for (let r = 1; r <= steps.length; r++) for (let k = 0; k < r; k++) counts[k] += byReached[r]!;
     if (counts[0]) groups.set("", counts);
   }
+  return shapeFunnel(steps, groups, breakdown, maxGroups);
+}
+
+/** Groups' counts per step as the answer shows them: conversions, the largest groups first, cut to `maxGroups`. */
+function shapeFunnel(steps: string[], groups: Map<string, number[]>, breakdown: string | null, maxGroups: number): FunnelAnswer {
   const shaped = [...groups].map(([group, counts]) => ({
     group,
     steps: steps.map((name, k) => ({
@@ -100,7 +111,7 @@ export function* funnel(q: QueryContext, steps: string[], windowSeconds: number,
   shaped.sort((a, b) => b.steps[0]!.sessions - a.steps[0]!.sessions || (a.group < b.group ? -1 : 1));
   if (!breakdown && shaped.length === 0)
     shaped.push({ group: "", steps: steps.map((name) => ({ name, sessions: 0, conversion: 0, step_conversion: 0 })) });
-  return { groups: shaped.slice(0, MAX_GROUPS), more_groups: shaped.length > MAX_GROUPS, sampled: false };
+  return { groups: shaped.slice(0, maxGroups), more_groups: shaped.length > maxGroups, sampled: false };
 }
 
 const round = (x: number) => Math.round(x * 10000) / 10000;
@@ -116,4 +127,18 @@ function grouper(c: Chunk, dim: string | null): (i: number) => string {
     return (i) => vals[i] ?? "";
   }
   return () => "";
+}
+
+/** Funnels of shares answered with every group (each a set of sessions): counts summed per group and step. */
+export function mergeFunnels(shares: FunnelAnswer[], steps: string[], breakdown: string | null): FunnelAnswer {
+  const groups = new Map<string, number[]>();
+  for (const s of shares) {
+    for (const g of s.groups) {
+      const counts = groups.get(g.group) ?? groups.set(g.group, new Array(steps.length).fill(0)).get(g.group)!;
+      for (const [k, step] of g.steps.entries()) counts[k] = counts[k]! + step.sessions;
+    }
+  }
+  // Without a breakdown a share with no session answers its zero group; the sum has one group.
+  if (!breakdown && groups.get("")?.[0] === 0) groups.delete("");
+  return shapeFunnel(steps, groups, breakdown, MAX_GROUPS);
 }

@@ -71,3 +71,10 @@ export function* heatmap(q: QueryContext): Work<HeatmapAnswer> {
   for (let wd = 1; wd <= 7; wd++) for (let h = 0; h < 24; h++) out.push({ weekday: wd, hour: h, sessions: cells[(wd - 1) * 24 + h]! });
   return { cells: out, sampled: false as const };
 }
+
+/** Heatmaps of shares (each a set of sessions): cells summed. */
+export function mergeHeatmaps(shares: HeatmapAnswer[]): HeatmapAnswer {
+  const cells = shares[0]!.cells.map((c) => ({ ...c }));
+  for (const s of shares.slice(1)) for (let k = 0; k < cells.length; k++) cells[k]!.sessions += s.cells[k]!.sessions;
+  return { cells, sampled: false as const };
+}

@@ -23,7 +23,10 @@ export function fromRollups(q: QueryContext, interval: Interval): boolean {
   return q.filters.length === 0 && interval !== "hour" && q.rollupZone === q.window.timezone;
 }
 
-export function* period(q: QueryContext, interval: Interval = "day"): Work<Period> {
+/** A worker thread's share of a period (QueryContext.part): with what the ratios and the median are made of. */
+export type PeriodShare = Period & { bounces: number; durations: Map<number, number> };
+
+export function* period(q: QueryContext, interval: Interval = "day"): Work<PeriodShare> {
   const b = buckets(q.window, interval);
   const series = b.date.map((date, k) => ({ date, day: b.day[k]!, events: 0, sessions: 0, users: 0, pageviews: 0 }));
   let events = 0;
@@ -32,6 +35,7 @@ export function* period(q: QueryContext, interval: Interval = "day"): Work<Perio
   let bounces = 0;
   let users = 0;
   let medianSeconds = 0;
+  let durationMap = new Map<number, number>();
   if (fromRollups(q, interval)) {
     const hist = new DurationHistogram();
     // Weeks and months: the days' visitor sketches merged per bucket.
@@ -142,6 +146,7 @@ export function* period(q: QueryContext, interval: Interval = "day"): Work<Perio
     };
     yield* inRanges(all.n, SESSION_STEP, pass);
     medianSeconds = durations.median();
+    if (q.part) durationMap = durations.toMap();
   }
   return {
     from: q.window.from,
@@ -157,7 +162,52 @@ export function* period(q: QueryContext, interval: Interval = "day"): Work<Perio
       events_per_session: ratio(events, sessions),
       median_session_seconds: medianSeconds,
     },
+    bounces,
+    durations: durationMap,
   };
+}
+
+/** The period of a query answered in shares (one per worker thread, each a set of visitors): sums, ratios and the median over them. */
+export function mergePeriods(shares: PeriodShare[], kind: "app" | "web"): Period {
+  const first = shares[0]!;
+  const series = first.series.map((p) => ({ ...p }));
+  const t = { events: 0, pageviews: 0, sessions: 0, users: 0 };
+  let bounces = 0;
+  const hist = new DurationHistogram();
+  for (const s of shares) {
+    for (let k = 0; s !== first && k < series.length; k++) {
+      const p = series[k]!;
+      const o = s.series[k]!;
+      p.events += o.events;
+      p.sessions += o.sessions;
+      p.users += o.users;
+      p.pageviews += o.pageviews;
+    }
+    t.events += s.totals.events;
+    t.pageviews += s.totals.pageviews;
+    t.sessions += s.totals.sessions;
+    t.users += s.totals.users;
+    bounces += s.bounces;
+    hist.addAll(s.durations);
+  }
+  return {
+    from: first.from,
+    to: first.to,
+    timezone: first.timezone,
+    series,
+    totals: {
+      ...t,
+      bounce_rate: kind === "web" ? ratio(bounces, t.sessions) : 0,
+      events_per_session: ratio(t.events, t.sessions),
+      median_session_seconds: hist.median(),
+    },
+  };
+}
+
+/** A share's period as the answer shows it (without what merging needs). */
+export function periodOf(s: PeriodShare): Period {
+  const { bounces: _b, durations: _d, ...period } = s;
+  return period;
 }
 
 /** Distinct visitor ids per local day, summed: the totals' users for hourly points. */

@@ -12,7 +12,7 @@ import type { PathsAnswer } from "../stats-engine.ts";
 
 export const PATHS_LIMIT = 20;
 
-export function* paths(q: QueryContext, after: string): Work<PathsAnswer> {
+export function* paths(q: QueryContext, after: string, limit = PATHS_LIMIT): Work<PathsAnswer> {
   const { startMs, endMs } = q.window;
   // Counted by code per chunk (the next event's name, or its pathname after a page view),
   // turned into labels once at the end.
@@ -64,5 +64,14 @@ export function* paths(q: QueryContext, after: string): Work<PathsAnswer> {
   });
   const rows = [...next].map(([value, count]) => ({ value, count }));
   rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1));
-  return { after, next: rows.slice(0, PATHS_LIMIT), sampled: false as const };
+  return { after, next: rows.slice(0, limit), sampled: false as const };
+}
+
+/** Paths of shares answered with no limit (each a set of sessions): summed per label, then cut. */
+export function mergePaths(shares: PathsAnswer[]): PathsAnswer {
+  const next = new Map<string, number>();
+  for (const s of shares) for (const r of s.next) next.set(r.value, (next.get(r.value) ?? 0) + r.count);
+  const rows = [...next].map(([value, count]) => ({ value, count }));
+  rows.sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1));
+  return { after: shares[0]!.after, next: rows.slice(0, PATHS_LIMIT), sampled: false as const };
 }

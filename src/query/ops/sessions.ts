@@ -33,7 +33,15 @@ function dim(s: SessionRecord, name: CtxDim): string {
   return column.values[column.codes[columns.rowContext[s.fi]!]!]!;
 }
 
-export function* sessionsList(q: QueryContext, limit: number): Work<SessionsAnswer> {
+/** A worker thread's share of the sessions list: with each listed session's order and the summary's parts. */
+export type SessionsShare = SessionsAnswer & {
+  order: { first: number; id: number }[];
+  counts: { n: number; events: number; bounces: number; durations: Map<number, number> };
+};
+
+const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
+
+export function* sessionsList(q: QueryContext, limit: number): Work<SessionsShare> {
   const { startMs, endMs } = q.window;
   // Sessions that start in the window, with their events up to a day after it.
   const all = yield* collectSessions(q.chunks(startMs - DAY_MS, endMs + DAY_MS), yield* scanOptions(q, startMs - DAY_MS, endMs + DAY_MS));
@@ -72,7 +80,6 @@ export function* sessionsList(q: QueryContext, limit: number): Work<SessionsAnsw
   yield* inRanges(all.n, SESSION_STEP, pass);
   top.sort(newer);
   const inWindow = top.slice(0, limit).map((k) => all.get(k));
-  const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 10000) / 10000);
   return {
     sessions: inWindow.map((s) => ({
       id: sessionId(s),
@@ -94,7 +101,40 @@ export function* sessionsList(q: QueryContext, limit: number): Work<SessionsAnsw
       events_per_session: ratio(events, n),
       median_seconds: durations.median(),
     },
+    order: inWindow.map((s) => ({ first: s.first, id: s.id })),
+    counts: { n, events, bounces, durations: q.part ? durations.toMap() : new Map() },
   };
+}
+
+/** The newest sessions of all shares (each a set of sessions, listing its newest `limit`), and the summary over all. */
+export function mergeSessionLists(shares: SessionsShare[], limit: number, kind: "app" | "web"): SessionsAnswer {
+  const all: { first: number; id: number; item: SessionsAnswer["sessions"][number] }[] = [];
+  const hist = new DurationHistogram();
+  let n = 0;
+  let events = 0;
+  let bounces = 0;
+  for (const s of shares) {
+    for (const [k, item] of s.sessions.entries()) all.push({ ...s.order[k]!, item });
+    n += s.counts.n;
+    events += s.counts.events;
+    bounces += s.counts.bounces;
+    hist.addAll(s.counts.durations);
+  }
+  all.sort((a, b) => b.first - a.first || b.id - a.id);
+  return {
+    sessions: all.slice(0, limit).map((s) => s.item),
+    summary: {
+      sessions: n,
+      bounce_rate: kind === "web" ? ratio(bounces, n) : 0,
+      events_per_session: ratio(events, n),
+      median_seconds: hist.median(),
+    },
+  };
+}
+
+/** A share's list as the answer shows it. */
+export function sessionsOf(s: SessionsShare): SessionsAnswer {
+  return { sessions: s.sessions, summary: s.summary };
 }
 
 export function* timeline(q: QueryContext, id: string): Work<TimelineEvent[]> {
