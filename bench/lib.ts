@@ -135,6 +135,28 @@ function appendToJournal(name: string, body: string) {
   appendFileSync(file, `\n${entry}\n`);
 }
 
+/** Runs `fn` and answers, with its value and time, the longest the event loop went without a turn meanwhile (ms). */
+export async function withHold<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number; hold: number }> {
+  let last = performance.now();
+  let hold = 0;
+  let on = true;
+  const tick = () => {
+    const t = performance.now();
+    hold = Math.max(hold, t - last);
+    last = t;
+    if (on) setTimeout(tick, 0);
+  };
+  setTimeout(tick, 0);
+  const t0 = performance.now();
+  try {
+    const value = await fn();
+    const ms = performance.now() - t0;
+    return { value, ms, hold: Math.max(hold, performance.now() - last) };
+  } finally {
+    on = false;
+  }
+}
+
 export const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
 
 /** One gzip batch of 100 events per device (its own session id), as an SDK sends them. */

@@ -15,7 +15,7 @@ import { EmbeddedStatsEngine } from "../src/query/embedded-engine.ts";
 import { ServerMetrics } from "../src/infra/metrics.ts";
 import { CACHE_MS } from "../src/query/runner.ts";
 import type { StatsApp, StatsEngine } from "../src/query/stats-engine.ts";
-import { fmt, machine, writeSection } from "./lib.ts";
+import { fmt, machine, withHold, writeSection } from "./lib.ts";
 
 const dir = process.env.BENCH_DATA ?? "/work/bench-data/dash10m";
 const metaFile = join(dir, "bench-meta.json");
@@ -68,21 +68,7 @@ const cases: Case[] = [
 /** One query, uncached (the clock moved past the answer cache): its time and the event loop's longest wait meanwhile. */
 async function once(e: StatsEngine, c: Case): Promise<{ ms: number; hold: number; answer: unknown }> {
   clock.ms += CACHE_MS + 1000;
-  let last = performance.now();
-  let hold = 0;
-  let on = true;
-  const tick = () => {
-    const t = performance.now();
-    hold = Math.max(hold, t - last);
-    last = t;
-    if (on) setTimeout(tick, 0);
-  };
-  setTimeout(tick, 0);
-  const t0 = performance.now();
-  const answer = await c.ask(e);
-  const ms = performance.now() - t0;
-  on = false;
-  hold = Math.max(hold, performance.now() - last);
+  const { value: answer, ms, hold } = await withHold(() => c.ask(e));
   return { ms, hold, answer };
 }
 

@@ -11,12 +11,14 @@ import type { QueryChunks } from "../store/store.ts";
 import type { QueryContext } from "./context.ts";
 import type { Work } from "./work.ts";
 import { parseFilters } from "./scan.ts";
-import { previousWindow, resolveWindow, type Window } from "./window.ts";
+import { previousWindow, resolveWindow, windowOfDays, type Window } from "./window.ts";
+import type { BreakdownDay } from "../store/breakdown-rollups.ts";
 import { fromRollups, period, periodOf } from "./ops/overview.ts";
 import { checkInterval } from "./buckets.ts";
 import type { ZoneAwareStore } from "./runner.ts";
 import { live } from "./ops/live.ts";
 import { PATHS_LIMIT } from "./ops/paths.ts";
+import { rolledParts } from "./ops/breakdown-rollups.ts";
 import { timeline } from "./ops/sessions.ts";
 import { ScanPool } from "./scan-pool.ts";
 import type { Logger } from "../infra/log.ts";
@@ -25,6 +27,7 @@ import type {
   AppZones,
   BreakdownAnswer,
   BreakdownParams,
+  BreakdownRows,
   DebugParams,
   EventDetailAnswer,
   EventDetailParams,
@@ -45,6 +48,9 @@ import type {
   TimelineEvent,
   WindowParams,
 } from "./stats-engine.ts";
+
+/** The most a day's breakdowns may take to build (a query thread reads five days of events). */
+const BUILD_BUDGET_MS = 120_000;
 
 /** The only filters the sessions list takes: dimensions every event of a session shares. */
 const SESSION_FILTERS = ["platform", "country", "os_name", "app_version"] as const;
@@ -82,6 +88,11 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
   /** The query threads in use (0: none, operators run on the event loop). */
   get threads(): number {
     return this.pool?.usable ? this.pool.size : 0;
+  }
+
+  /** Each query thread's time on its share of the last query (bench/threads.ts). */
+  get shareMs(): readonly number[] {
+    return this.pool?.shareMs ?? [];
   }
 
   /** Stops the query threads. */
@@ -125,13 +136,16 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
     const { dimension } = query;
     const metric = query.metric ?? "events";
     const limit = query.limit ?? 10;
-    return this.run(app, "breakdown", query, [dimension, metric, limit], (q, budget, reader) =>
-      this.after(this.runner.job(q, { op: "breakdown", dimension, metric }, limit, budget, reader), (rows) => ({
-        ...rows,
+    return this.run(app, "breakdown", query, [dimension, metric, limit], (q, budget, reader) => {
+      // Unfiltered: from the rollups' days when they are built (all but the last few).
+      const rolled = rolledParts(q, dimension);
+      const job: Job = rolled ? { op: "rolled-breakdown", dimension, metric, limit, rolled } : { op: "breakdown", dimension, metric };
+      return this.after(this.runner.job(q, job, limit, budget, reader), (rows) => ({
+        ...(rows as BreakdownRows),
         sampled: false as const,
-        source: "events",
-      })),
-    );
+        source: rolled ? "daily_totals" : "events",
+      }));
+    });
   }
 
   events(app: StatsApp, query: ListParams): Promise<EventsAnswer> {
@@ -181,6 +195,45 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
 
   timeline(app: StatsApp, sessionId: string, query: DebugParams): Promise<TimelineEvent[]> {
     return this.run(app, "timeline", query, sessionId, (q) => timeline(q, sessionId));
+  }
+
+  /**
+   * Builds the days' breakdowns that are due (store/rollups.ts, breakdownDaysToBuild) in a
+   * query thread, one day per turn of the query runner, and keeps each unless the day
+   * changed meanwhile (the next run builds it again). Run by the rollup job. Answers how
+   * many were kept. A day of events takes seconds to read: never on the event loop when
+   * there are threads.
+   */
+  async buildBreakdowns(now: number): Promise<number> {
+    const rollups = this.o.store.rollups;
+    let kept = 0;
+    for (const app of rollups.appIds()) {
+      for (const day of rollups.breakdownDaysToBuild(app, now)) {
+        const timezone = rollups.zoneOf(app).name;
+        const build = rollups.beginBuild(app, day);
+        let built: Map<string, BreakdownDay> | null = null;
+        try {
+          built = await this.runner.run(
+            null,
+            (budget, reader) => {
+              const q = this.runner.context(app, "web", windowOfDays(day, day, timezone), false, [], budget, reader);
+              return this.runner.job(q, { op: "breakdown-day", day, timezone }, 0, budget, reader) as Promise<Map<string, BreakdownDay>>;
+            },
+            BUILD_BUDGET_MS,
+          );
+        } catch (e) {
+          // Over its time or memory budget (a huge day): that day's breakdowns stay scanned.
+          if (!(e instanceof DomainError)) throw e;
+          this.o.log?.warn("rollups: a day's breakdowns could not be built; breakdowns over it are scanned", { app, error: e.message });
+        } finally {
+          if (build.end() && built) {
+            rollups.setBreakdowns(app, [day], built);
+            kept++;
+          }
+        }
+      }
+    }
+    return kept;
   }
 
   /** Tells the event store (when it keeps days per zone) that the app's days are now local days of `timezone`. */

@@ -15,8 +15,11 @@ import { previousWindow, type Window } from "./window.ts";
 import type { Work } from "./work.ts";
 import type { Interval } from "./buckets.ts";
 import { DAY_MS } from "../util/time.ts";
+import { zone } from "../util/zone.ts";
+import { buildBreakdownDays, ROLLED_DIMS, type BreakdownDay } from "../store/breakdown-rollups.ts";
 import { mergePeriods, period, periodOf, type PeriodShare } from "./ops/overview.ts";
 import { breakdown, mergeBreakdowns } from "./ops/breakdown.ts";
+import { breakdownFromParts, tailSpan, type RolledParts } from "./ops/breakdown-rollups.ts";
 import { eventsList, mergeEventLists } from "./ops/events.ts";
 import { eventDetail, mergeEventDetails, type EventDetailShare } from "./ops/event-detail.ts";
 import { funnel, mergeFunnels } from "./ops/funnel.ts";
@@ -39,6 +42,10 @@ import type {
 export type Job =
   | { op: "overview"; interval: Interval; compare: boolean }
   | { op: "breakdown"; dimension: string; metric: BreakdownMetric }
+  /** The breakdowns of one local day of the zone (the rollup job's, store/breakdown-rollups.ts): one share. */
+  | { op: "breakdown-day"; day: number; timezone: string }
+  /** An unfiltered breakdown from the rollups' days, the last (unbuilt) days from events: one share. */
+  | { op: "rolled-breakdown"; dimension: string; metric: BreakdownMetric; limit: number; rolled: RolledParts }
   | { op: "events" }
   | { op: "event"; name: string; property?: string; by?: string; interval: Interval }
   | { op: "funnel"; steps: string[]; windowSeconds: number; breakdown: string | null }
@@ -50,6 +57,8 @@ export type Job =
 export interface Answers {
   overview: { current: Period; previous: Period | null };
   breakdown: BreakdownRows;
+  "rolled-breakdown": BreakdownRows;
+  "breakdown-day": Map<string, BreakdownDay>;
   events: EventsAnswer;
   event: EventDetailAnswer;
   funnel: FunnelAnswer;
@@ -66,6 +75,8 @@ export function shareKey(job: Job, kind: "app" | "web", filters: Filter[]): Part
   switch (job.op) {
     case "overview":
     case "event":
+    case "rolled-breakdown":
+    case "breakdown-day":
       return null;
     case "events":
       return sessionFilter(filters) ? null : "visitor";
@@ -83,6 +94,13 @@ export function shareKey(job: Job, kind: "app" | "web", filters: Filter[]): Part
  * the funnel's conversion window; the overview's previous window too.
  */
 export function jobSpan(job: Job, window: Window): { fromMs: number; toMs: number } {
+  // From the rollups: only the days not built yet are read (partitions of other days are not decoded).
+  if (job.op === "rolled-breakdown") return tailSpan({ window }, job.rolled.tail);
+  if (job.op === "breakdown-day") {
+    // Two days either side: a session with events there too is not a session of one day.
+    const z = zone(job.timezone);
+    return { fromMs: z.dayStart(job.day - 2), toMs: z.dayStart(job.day + 3) };
+  }
   let fromMs = window.startMs;
   if (job.op === "overview" && job.compare) fromMs = previousWindow(window).startMs;
   const extra = job.op === "funnel" ? job.windowSeconds * 1000 : 0;
@@ -99,6 +117,12 @@ export function* runShare(job: Job, q: QueryContext): Work<unknown> {
       };
     case "breakdown":
       return yield* breakdown(q, job.dimension, job.metric, Infinity);
+    case "rolled-breakdown":
+      return yield* breakdownFromParts(q, job.dimension, job.metric, job.limit, job.rolled);
+    case "breakdown-day": {
+      const z = zone(job.timezone);
+      return buildBreakdownDays(q.chunks(z.dayStart(job.day - 2), z.dayStart(job.day + 3)), z, [job.day], ROLLED_DIMS);
+    }
     case "events":
       return yield* eventsList(q, Infinity);
     case "event":
@@ -129,6 +153,10 @@ function mergeAny(job: Job, shares: unknown[], kind: "app" | "web", limit: numbe
     }
     case "breakdown":
       return mergeBreakdowns(shares as BreakdownRows[], limit);
+    case "rolled-breakdown":
+      return shares[0] as BreakdownRows;
+    case "breakdown-day":
+      return shares[0] as Map<string, BreakdownDay>;
     case "events":
       return mergeEventLists(shares as EventsAnswer[], limit);
     case "event":

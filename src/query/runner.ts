@@ -99,15 +99,15 @@ export class QueryRunner {
    * event loop's other work between them; the heads it reads stay as they were when it
    * first read them (EventStore.chunks), and are let go when the query ends.
    */
-  run<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => Run<T>): Promise<T> {
-    if (!key) return this.compute(null, fn);
+  run<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => Run<T>, budgetMs = this.o.budgetMs): Promise<T> {
+    if (!key) return this.compute(null, fn, budgetMs);
     const hit = this.cache.get(key);
     if (hit && this.o.now() - hit.at < CACHE_MS) return hit.refused ? Promise.reject(hit.refused) : Promise.resolve(hit.value as T);
     // The same query already under way (a dashboard open in two tabs, several connections
     // polling): its answer is shared rather than computed again, not run side by side.
     const running = this.inflight.get(key);
     if (running) return running as Promise<T>;
-    const p = this.compute(key, fn);
+    const p = this.compute(key, fn, budgetMs);
     this.inflight.set(key, p);
     const done = () => this.inflight.delete(key);
     void p.then(done, done);
@@ -157,7 +157,7 @@ export class QueryRunner {
   /** Queries under way, by key (run). */
   private inflight = new Map<string, Promise<unknown>>();
 
-  private async compute<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => Run<T>): Promise<T> {
+  private async compute<T>(key: string | null, fn: (budget: Budget, reader: QueryChunks) => Run<T>, budgetMs: number): Promise<T> {
     if (this.waiting >= this.o.maxWaiting) {
       throw new DomainError("unavailable", "too_busy", "Too many statistics queries are running; retry shortly.", 1);
     }
@@ -173,9 +173,9 @@ export class QueryRunner {
       ));
     let started = -1;
     const budget: Budget & { leftMs(): number } = {
-      leftMs: () => this.o.budgetMs - (performance.now() - started),
+      leftMs: () => budgetMs - (performance.now() - started),
       check: () => {
-        if (performance.now() - started > this.o.budgetMs) throw tooHeavy();
+        if (performance.now() - started > budgetMs) throw tooHeavy();
       },
     };
     const reader: QueryChunks = queryChunks();
@@ -205,7 +205,7 @@ export class QueryRunner {
       for (;;) {
         const r = await attempt();
         if ("value" in r) return r.value;
-        const decoded = await this.o.store.decodeOffThread(r.need.parts, reader, started + this.o.budgetMs);
+        const decoded = await this.o.store.decodeOffThread(r.need.parts, reader, started + budgetMs);
         if (decoded === "late") throw tooHeavy();
         if (decoded === "over_memory") throw tooLarge();
       }

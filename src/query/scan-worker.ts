@@ -84,7 +84,9 @@ self.onmessage = (e: MessageEvent) => {
     return;
   }
   try {
-    self.postMessage({ id: m.id, ok: true, value: answer(m) });
+    const t0 = performance.now();
+    const value = answer(m);
+    self.postMessage({ id: m.id, ok: true, value, ms: performance.now() - t0 });
   } catch (err) {
     const d = err instanceof DomainError ? err : null;
     self.postMessage({

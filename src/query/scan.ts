@@ -6,7 +6,7 @@
 // same for every operator. Filters are ANDed; repeated `is` items on one dimension are
 // one filter, their values ORed.
 
-import { columnsOf, CTX_DIMS, type Chunk, type Codes, type CtxDim } from "../store/chunk.ts";
+import { columnsOf, CTX_DIMS, derive, type Chunk, type Codes, type CtxDim } from "../store/chunk.ts";
 import { isDimension, PROP_PREFIX } from "../model/dimensions.ts";
 import { invalid } from "../model/errors.ts";
 import { DIMENSIONS } from "../model/dimensions.ts";
@@ -200,31 +200,43 @@ function scanRows(c: Chunk, o: ScanOptions, plan: Compiled, fn: (c: Chunk, i: nu
   // A chunk inside the window needs no time check; the name test goes first, as the
   // most selective and cheapest (one event in fifty is a signup).
   const whole = c.minTs >= o.startMs && c.maxTs < o.endMs;
-  const span = (from: number, to: number) => {
-    for (let i = from; i < to; i++) {
-      if (nameOk && !nameOk[name[i]!]) continue;
-      if (!whole) {
-        const t = ts[i]!;
-        if (t < o.startMs || t >= o.endMs) continue;
-      }
-      const x = ctx[i]!;
-      if (!ctxOk[x]) continue;
-      if (pathOk && !pathOk[path[i]!]) continue;
-      if (rowOk && !rowOk[i]) continue;
-      fn(c, i, x);
-    }
-  };
   const start = c.ctxStart;
-  if (!splits(o.part) || !start) {
-    span(from, to);
+  if (start) {
+    // A partition: a context's rows are consecutive, so a context that does not pass (a
+    // filter on a dimension held per context, another thread's share) is skipped whole.
+    let i = from;
+    while (i < to) {
+      const x = ctx[i]!;
+      const end = start[x + 1]!;
+      if (!ctxOk[x]) {
+        i = end;
+        continue;
+      }
+      const b = Math.min(end, to);
+      for (; i < b; i++) {
+        if (nameOk && !nameOk[name[i]!]) continue;
+        if (!whole) {
+          const t = ts[i]!;
+          if (t < o.startMs || t >= o.endMs) continue;
+        }
+        if (pathOk && !pathOk[path[i]!]) continue;
+        if (rowOk && !rowOk[i]) continue;
+        fn(c, i, x);
+      }
+    }
     return;
   }
-  // A share of a partition: whole runs of other shares' contexts are skipped, not read row by row.
-  for (let x = from < c.n ? ctx[from]! : c.nctx; x < c.nctx; x++) {
+  for (let i = from; i < to; i++) {
+    if (nameOk && !nameOk[name[i]!]) continue;
+    if (!whole) {
+      const t = ts[i]!;
+      if (t < o.startMs || t >= o.endMs) continue;
+    }
+    const x = ctx[i]!;
     if (!ctxOk[x]) continue;
-    const a = Math.max(from, start[x]!);
-    if (a >= to) break;
-    span(a, Math.min(to, start[x + 1]!));
+    if (pathOk && !pathOk[path[i]!]) continue;
+    if (rowOk && !rowOk[i]) continue;
+    fn(c, i, x);
   }
 }
 
@@ -396,18 +408,35 @@ function propMask(c: Chunk, key: string, f: Filter): Uint8Array | null {
   return mask;
 }
 
+/**
+ * 1 for each context of the debug kind asked and in the share (every context with no
+ * share): the start of every filter table, kept with a partition (a byte a context) since
+ * a dashboard asks for the same kind, and a query thread for the same share, every time.
+ */
+function contextsOf(c: Chunk, debug: boolean, part: Part | null | undefined): Uint8Array {
+  return derive(
+    c,
+    `contexts.${debug ? "debug" : "production"}${partTag(part)}`,
+    () => {
+      const out = new Uint8Array(c.nctx);
+      const want = debug ? 1 : 0;
+      const flags = c.debug;
+      for (let x = 0; x < c.nctx; x++) out[x] = flags[x] === want ? 1 : 0;
+      if (splits(part)) {
+        const ids = part.key === "visitor" ? c.visitor : c.session;
+        for (let x = 0; x < c.nctx; x++) if (out[x] && !inPart(part, ids[x]!)) out[x] = 0;
+      }
+      return out;
+    },
+    (v) => v.byteLength + 64,
+  );
+}
+
 /** Per-chunk tables for the filters; null when no row of the chunk can match. */
 export function compile(c: Chunk, o: ScanOptions): Compiled | null {
-  const ctxOk = new Uint8Array(c.nctx);
-  const debug = o.debug ? 1 : 0;
-  for (let x = 0; x < c.nctx; x++) ctxOk[x] = c.debug[x] === debug ? 1 : 0;
+  const ctxOk = contextsOf(c, o.debug, o.part).slice();
   const only = o.onlySessions;
   if (only) for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !only.has(c.session[x]!)) ctxOk[x] = 0;
-  const part = o.part;
-  if (splits(part)) {
-    const ids = part.key === "visitor" ? c.visitor : c.session;
-    for (let x = 0; x < c.nctx; x++) if (ctxOk[x] && !inPart(part, ids[x]!)) ctxOk[x] = 0;
-  }
   const columns = columnsOf(c);
   let nameOk: Uint8Array | null = null;
   let pathOk: Uint8Array | null = null;

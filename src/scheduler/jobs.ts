@@ -26,6 +26,8 @@ export interface JobDeps {
   purgeExports: (now: number) => number;
   /** Deletes what a purge removed from the metadata store names: event data, counters, export files (durability/tenant-purge.ts). */
   dropAppData: (purged: Purged) => Promise<void> | void;
+  /** Builds the days' breakdowns that are due, off the event loop (the stats engine's buildBreakdowns). */
+  buildBreakdowns?: (now: number) => Promise<unknown>;
   /** Ends subscriptions whose scheduled end has passed; answers how many (domain/billing.ts). */
   billingSweep: () => number;
   /** An incremental backup into SEXTANT_BACKUP_DIR (backup.ts); absent: the job is off. */
@@ -92,12 +94,13 @@ export function standardJobs(d: JobDeps): JobSpec[] {
     {
       // Rollups: close idle sessions into their day; recompute days that late events touched,
       // or every day of an app whose time zone changed: a week of days a step, letting
-      // requests through between steps.
+      // requests through between steps. Then the days' breakdowns due, in a query thread.
       name: "rollups",
       pattern: "30 * * * * *",
       async run(now) {
         d.store.rollups.fold(now);
         while (d.store.refreshRollups(now, GROUP_DAYS) > 0) await yieldToLoop();
+        await d.buildBreakdowns?.(now);
       },
     },
     {

@@ -196,6 +196,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     },
     purgeExports: (t) => purgeExpiredExports(db, t),
     dropAppData: (purged) => dropTenantData({ db, log, store, ingest, checkpoint: () => storage.checkpoint() }, purged),
+    buildBreakdowns: (now) => stats.buildBreakdowns(now),
     billingSweep: () => billing.sweep(),
     backup: config.backupDir ? () => scheduledBackup(config.dataDir, config.backupDir!, log) : undefined,
   })) {

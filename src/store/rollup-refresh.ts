@@ -2,7 +2,9 @@
 // event of a session already folded, more than two days late; or every day of an app
 // whose time zone changed) are recomputed from the chunks around them, partitions and
 // heads alike (the rollup job, scheduler/jobs.ts). A zone change marks every day of the
-// app's data, so the days go in groups of at most GROUP_DAYS, each one step.
+// app's data, so the days go in groups of at most GROUP_DAYS, each one step. The days'
+// breakdowns (breakdown-rollups.ts) are built in a query thread instead (the stats engine's
+// buildBreakdowns): a day of events takes seconds.
 
 import type { Chunk } from "./chunk.ts";
 import type { Rollups } from "./rollups.ts";

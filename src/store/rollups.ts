@@ -21,6 +21,7 @@
 
 import { DistinctCounter } from "../structs/hll.ts";
 import type { Chunk } from "./chunk.ts";
+import type { BreakdownDay } from "./breakdown-rollups.ts";
 import type { StoredEvent } from "../model/event.ts";
 import { RecordTable } from "../structs/record-table.ts";
 import { DAY_MS } from "../util/time.ts";
@@ -28,6 +29,13 @@ import { isTimeZone, zone, type Zone } from "../util/zone.ts";
 
 /** Sessions idle this long are folded into their start day. */
 export const SESSION_HOLD_MS = 2 * DAY_MS;
+
+/**
+ * A local day's breakdowns (breakdown-rollups.ts) are built this long after it ends: most
+ * sessions going on past midnight have ended by then, and each one that goes on after the
+ * build makes the day be built again.
+ */
+export const BREAKDOWN_SETTLE_MS = 2 * 60 * 60 * 1000;
 
 /** UTC day number (partition dates); the rollups' days are the app's local days (Zone.day). */
 export const dayOf = (ms: number) => Math.floor(ms / DAY_MS);
@@ -133,6 +141,27 @@ class AppRollup {
   dirty = new Set<number>();
   /** The aggregate the last event went to: appends come in runs of one day. Reset with `days`. */
   last: { day: number; debug: boolean; g: DayAgg } | null = null;
+  /** Local days whose breakdowns are built (both debug flags), and them by "day|debug" (absent: no events). */
+  built = new Set<number>();
+  breakdowns = new Map<string, BreakdownDay>();
+
+  /** Forgets the breakdowns of local days lo..hi (events arrived there, or a session there went on elsewhere). */
+  /**
+   * Days' changes while their breakdowns are built in a query thread (by day; kept only
+   * while a build is under way): a build that saw a day change is not kept.
+   */
+  stamps = new Map<number, number>();
+  building = 0;
+
+  unbuild(lo: number, hi: number) {
+    if (this.building > 0) for (let d = lo; d <= hi; d++) this.stamps.set(d, (this.stamps.get(d) ?? 0) + 1);
+    if (this.built.size === 0) return;
+    for (let d = lo; d <= hi; d++) {
+      if (!this.built.delete(d)) continue;
+      this.breakdowns.delete(key(d, false));
+      this.breakdowns.delete(key(d, true));
+    }
+  }
 
   constructor(z: Zone) {
     this.zone = z;
@@ -155,6 +184,8 @@ class AppRollup {
   clearDays(z: Zone) {
     this.zone = z;
     this.days.clear();
+    this.built.clear();
+    this.breakdowns.clear();
     this.openByDay = null;
     this.last = null;
     this.dayFrom = Infinity;
@@ -164,6 +195,8 @@ class AppRollup {
 }
 
 const key = (day: number, debug: boolean) => `${day}|${debug ? 1 : 0}`;
+
+const EMPTY_DAY: BreakdownDay = new Map();
 
 export class Rollups {
   private apps = new Map<number, AppRollup>();
@@ -250,6 +283,7 @@ export class Rollups {
       const d = a.day(ts);
       if (d !== day || !g) {
         day = d;
+        a.unbuild(d, d);
         g = this.agg(a, d, debug);
         g.users.add(visitor);
         // More than two days late: recompute the days this session touches from the events.
@@ -262,6 +296,18 @@ export class Rollups {
       }
       if (ts < first) first = ts;
       if (ts > last) last = ts;
+    }
+    if ((a.built.size || a.building) && (o >= 0 || f >= 0)) {
+      // A session going on over local days: each day it spans is built again (its pairs
+      // there are no longer the pairs of a session of one day).
+      const z = a.zone;
+      const r = o >= 0 ? a.open.rec : null;
+      const lo = Math.min(first, r ? r[o + FIRST]! : Infinity);
+      const hi = Math.max(last, r ? r[o + LAST]! : -Infinity);
+      let dLo = z.day(lo);
+      if (f >= 0) dLo = Math.min(dLo, a.folded.rec[f + FOLDED_DAY]!);
+      const dHi = z.day(hi);
+      if (dLo !== dHi) a.unbuild(dLo, dHi);
     }
     if (o >= 0) {
       // Open sessions are summed when read, so a start that moves needs no correction.
@@ -424,6 +470,70 @@ export class Rollups {
 
   appIds(): number[] {
     return [...this.apps.keys()];
+  }
+
+  /**
+   * A local day's breakdowns for one debug flag (breakdown-rollups.ts): the day's
+   * dimensions (an empty map: no events that day), or null when not built yet (the query
+   * scans that day). Only for days in the zone `rollupZone` answers.
+   */
+  breakdownDay(app: number, day: number, debug: boolean): BreakdownDay | null {
+    const a = this.apps.get(app);
+    if (!a) return EMPTY_DAY;
+    if (a.built.has(day)) return a.breakdowns.get(key(day, debug)) ?? EMPTY_DAY;
+    // A day without events of either flag has nothing to build.
+    const g0 = a.days.get(key(day, false));
+    const g1 = a.days.get(key(day, true));
+    if (!g0?.events && !g1?.events) return EMPTY_DAY;
+    return null;
+  }
+
+  /**
+   * Local days of an app with events whose breakdowns are to be built: over for
+   * BREAKDOWN_SETTLE_MS, their day totals complete (not dirty, no zone rebuild under way).
+   */
+  breakdownDaysToBuild(app: number, now: number): number[] {
+    const a = this.apps.get(app);
+    if (!a || a.rebuilding) return [];
+    const out = new Set<number>();
+    const today = a.zone.day(now - BREAKDOWN_SETTLE_MS);
+    for (const [k, g] of a.days) {
+      if (!g.events) continue;
+      const d = Number(k.slice(0, k.indexOf("|")));
+      if (d < today && !a.built.has(d) && !a.dirty.has(d)) out.add(d);
+    }
+    return [...out].sort((x, y) => x - y);
+  }
+
+  /**
+   * A build of a day's breakdowns begins elsewhere (a query thread): what changes the day
+   * meanwhile is noted, and `end` answers whether the build may be kept.
+   */
+  beginBuild(app: number, day: number): { end(): boolean } {
+    const a = this.app(app);
+    const zone = a.zone;
+    a.building++;
+    const stamp = a.stamps.get(day) ?? 0;
+    return {
+      end: () => {
+        const kept = this.apps.get(app) === a && a.zone === zone && !a.rebuilding && (a.stamps.get(day) ?? 0) === stamp;
+        if (--a.building === 0) a.stamps.clear();
+        return kept;
+      },
+    };
+  }
+
+  /** Stores days built from the events (`built`: "day|debug" -> dimensions) and marks `days` built. */
+  setBreakdowns(app: number, days: number[], built: Map<string, BreakdownDay>): void {
+    const a = this.app(app);
+    for (const d of days) {
+      a.built.add(d);
+      for (const debug of [false, true]) {
+        const b = built.get(key(d, debug));
+        if (b) a.breakdowns.set(key(d, debug), b);
+        else a.breakdowns.delete(key(d, debug));
+      }
+    }
   }
 
   dropApp(app: number) {

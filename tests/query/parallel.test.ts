@@ -152,3 +152,32 @@ describe("queries in shares on the query threads", () => {
     });
   }
 });
+
+describe("unfiltered breakdowns from the rollups, through the engine", () => {
+  test("once the rollup job has built the days: source daily_totals, the same rows as the scan, with or without threads", async () => {
+    const dims = ["country", "pathname", "name", "browser"];
+    const scanned = new Map<string, unknown>();
+    for (const a of [web, app]) {
+      for (const dimension of dims) {
+        for (const metric of ["events", "sessions", "users"] as const) {
+          const b = (await same((e) => e.breakdown(a, { ...W, dimension, metric, limit: 5 }))) as { source: string; rows: unknown[] };
+          expect(b.source).toBe("events");
+          scanned.set(`${a.id} ${dimension} ${metric}`, b.rows);
+        }
+      }
+    }
+    const st = s.server.services.store;
+    while (st.refreshRollups(clock.now(), 7) > 0);
+    expect(await engines.get(2)!.buildBreakdowns(clock.now())).toBeGreaterThan(0);
+    clock.advance(60_000); // past the answer cache
+    for (const a of [web, app]) {
+      for (const dimension of dims) {
+        for (const metric of ["events", "sessions", "users"] as const) {
+          const b = (await same((e) => e.breakdown(a, { ...W, dimension, metric, limit: 5 }))) as { source: string; rows: unknown[] };
+          expect(b.source).toBe("daily_totals");
+          expect(b.rows).toEqual(scanned.get(`${a.id} ${dimension} ${metric}`) as unknown[]);
+        }
+      }
+    }
+  });
+});
