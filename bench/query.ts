@@ -53,7 +53,9 @@ const SECTION = process.env.SECTION ?? "query";
 const BUDGET_MS = 9000; // the server's default SEXTANT_QUERY_BUDGET_MS: slower queries answer 422 there
 const KEEP = process.env.BENCH_DATA;
 const dir = KEEP ?? mkdtempSync(join(tmpdir(), "sextant-bench-query-"));
-const base = { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" as const, memoryMb: 16384 };
+// The server's query budget raised for the bench: a query past the default 9 s would answer 422 and
+// stop the run; the rows say which took longer than 9 s.
+const base = { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" as const, memoryMb: 16384, queryBudgetMs: 600_000 };
 const metaFile = join(dir, "bench-meta.json");
 type Meta = { appId: number; end: number; events: number; days: number };
 const kept: Meta | null = KEEP && existsSync(metaFile) ? JSON.parse(readFileSync(metaFile, "utf8")) : null;
@@ -493,7 +495,8 @@ function peakRss(): number {
 }
 const MiB = (b: number) => `${fmt(b / 2 ** 20)} MiB`;
 const met = (ok: boolean) => (ok ? "met" : "not met");
-const HTTP_MS = 150;
+// Issue 38: at most 150 ms at 10 M events, at most 1 s at 100 M.
+const HTTP_MS = EVENTS >= 100_000_000 ? 1000 : 150;
 const MEM_RATIO = 0.5;
 const rows = results.map(
   (r) =>
@@ -513,7 +516,7 @@ const body = `## Queries (bench/query.ts${SECTION === "query" ? "" : `, ${fmt(EV
 - HTTP ms: the same query through the real server (src/server/server.ts, started in this process on the same data directory and event store), GET (funnel and paths: POST, as the API has them) with fetch over loopback and an org API token of the app's owner, the window's dates in the query; median of ${RUNS} after one warm-up, answered by the server's ${threadsHttp} query threads (SEXTANT_QUERY_THREADS, default the cores; src/query/scan-pool.ts). Hold: the longest the server's event loop went without a turn during those requests (the largest of the runs), the most an ingest request arriving meanwhile waits. Uncached: the engine has no way to clear its 30-second answer cache, so the server runs on the bench's clock, moved on by CACHE_MS + 1 s before every request; every timed answer was computed.
 - DuckDB (@duckdb/node-api, ${duckThreads} threads${DUCKDB_MEMORY ? `, memory_limit ${DUCKDB_MEMORY}` : ""}) runs the equivalent SQL over the same Parquet files (file cache warm), then the same SQL over an in-memory table of the same events (\`create table m as select * from read_parquet(…) where not debug and ts in the window\`, loaded in ${fmt(loadMs / 1000, 1)} s, not timed in the rows). Ratios: Sextant over HTTP ÷ DuckDB (the server's figure, HTTP included).
 - Unfiltered breakdowns come from the days' breakdown rollups (docs/storage.md, "Rollups (daily_breakdowns)"): the rollup job built ${builtDays} days in ${fmt(buildMs / 1000, 1)} s in a query thread before the timed part.
-- Targets (issue 38): every endpoint over HTTP ≤ ${HTTP_MS} ms; Sextant ≤ ${MEM_RATIO}x DuckDB in-memory on the scan-bound endpoints (filtered overviews, breakdowns by users and sessions, events list, event detail, heatmap, sessions, funnel, paths); ≤ 40 bytes of memory and ≤ 12 bytes of disk per event.
+- Targets (issue 38): every endpoint over HTTP ≤ ${HTTP_MS} ms (≤ 150 ms at 10 M events, ≤ 1 s at 100 M); Sextant ≤ ${MEM_RATIO}x DuckDB in-memory on the scan-bound endpoints (filtered overviews, breakdowns by users and sessions, events list, event detail, heatmap, sessions, funnel, paths); ≤ 40 bytes of memory and ≤ 12 bytes of disk per event.
 
 Sextant in-process, through HTTP (server clock moved past the 30 s answer cache before each request), DuckDB over Parquet and in memory (ms, median of ${RUNS}):
 

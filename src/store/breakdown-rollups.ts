@@ -192,9 +192,9 @@ export function buildBreakdownDays(
       local[gv] = values.length;
       values.push(names[gv]!);
     }
-    const events = new Float64Array(values.length);
-    const users = new Float64Array(values.length);
-    const single = new Float64Array(values.length);
+    const events = sharedF64(values.length);
+    const users = sharedF64(values.length);
+    const single = sharedF64(values.length);
     for (let gv = 0; gv < a.events.length; gv++) if (local[gv]! >= 0) events[local[gv]!] = a.events[gv]!;
     for (const p of a.users) users[local[p % VALUE_SPAN]!]!++;
     const ids: number[] = [];
@@ -210,9 +210,19 @@ export function buildBreakdownDays(
         vals.push(v);
       }
     }
-    return { values, events, users, single, spanIds: Float64Array.from(ids), spanVals: Uint32Array.from(vals) };
+    const spanIds = sharedF64(ids.length);
+    spanIds.set(ids);
+    const spanVals = new Uint32Array(new SharedArrayBuffer(vals.length * 4));
+    spanVals.set(vals);
+    return { values, events, users, single, spanIds, spanVals };
   }
 }
+
+/**
+ * A day's counts live in shared memory: built in a query thread, kept by the event loop,
+ * then sent to a query thread with every breakdown that reads the day, none of it copied.
+ */
+const sharedF64 = (n: number) => new Float64Array(new SharedArrayBuffer(n * 8));
 
 /** Bytes a day's dimension holds in memory (typed arrays and the value strings, roughly). */
 export function dimDayBytes(d: DimDay): number {
