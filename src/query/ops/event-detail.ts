@@ -66,8 +66,8 @@ export function* eventDetail(
   const groups = new Map<string, number[]>();
   const chunks = q.chunks(startMs, endMs);
   for (const c of chunks) {
-    let rows = 0;
-    const picked = new Uint8Array(c.n);
+    // The rows picked, ascending (a scan goes up the rows).
+    const picked: number[] = [];
     // A context is one session and visitor: once added for a bucket, its later rows there add nothing.
     const lastDay = new Int32Array(c.nctx).fill(-1);
     const ts = c.ts;
@@ -83,8 +83,7 @@ export function* eventDetail(
     let prevSession = NaN;
     let prevDay = -1;
     yield* scanSteps([c], opts, (cc, i, x) => {
-      rows++;
-      picked[i] = 1;
+      picked.push(i);
       const d = table[Math.floor(ts[i]! / SLOT_MS) - base]!;
       const p = series[d]!;
       p.events++;
@@ -104,17 +103,17 @@ export function* eventDetail(
         }
       } else p.users.add(cc.visitor[x]!);
     });
-    if (!rows) continue;
+    if (!picked.length) continue;
+    const inPicked = pickedEntries(c.n, picked);
     for (const [key, sp] of c.sp) {
       if (property && key !== property) continue;
       // Counted per dictionary code first: one string lookup per value, not per row.
       const perCode = new Float64Array(sp.dict.values.length);
       let any = false;
-      for (let j = 0; j < sp.n; j++) {
-        if (!picked[sp.rows[j]!]) continue;
+      inPicked(sp.rows, sp.n, (j) => {
         perCode[sp.codes[j]!]!++;
         any = true;
-      }
+      });
       if (!any) continue;
       const m = text.get(key) ?? text.set(key, new Map()).get(key)!;
       for (let k = 0; k < perCode.length; k++) {
@@ -127,15 +126,13 @@ export function* eventDetail(
       if (property && key !== property) continue;
       const list = nums.get(key) ?? nums.set(key, []).get(key)!;
       const groupOf = by && key === property ? groupReader(c, by) : null;
-      for (let j = 0; j < np.n; j++) {
-        const r = np.rows[j]!;
-        if (!picked[r]) continue;
+      inPicked(np.rows, np.n, (j) => {
         list.push(np.vals[j]!);
         if (groupOf) {
-          const g = groupOf(r);
+          const g = groupOf(np.rows[j]!);
           (groups.get(g) ?? groups.set(g, []).get(g)!).push(np.vals[j]!);
         }
-      }
+      });
     }
   }
   const points = series.map((p) => ({
@@ -219,6 +216,36 @@ function shapeDetail(
         }
       : {}),
     sampled: false,
+  };
+}
+
+/**
+ * Calls `visit(j)`, j ascending, for each entry of a property (its `rows`, ascending) whose
+ * row was picked. Few picked rows (an event one in fifty, a query thread's share of them):
+ * each is looked up in the property's rows; many: the property's rows are read through
+ * marks. Either way a share reads about its part, not every row of the chunk.
+ */
+function pickedEntries(n: number, picked: number[]): (rows: Uint32Array, count: number, visit: (j: number) => void) => void {
+  let marks: Uint8Array | null = null;
+  return (rows, count, visit) => {
+    if (picked.length * 16 < count) {
+      let lo = 0;
+      for (const r of picked) {
+        let hi = count - 1;
+        while (lo <= hi) {
+          const mid = (lo + hi) >> 1;
+          if (rows[mid]! < r) lo = mid + 1;
+          else hi = mid - 1;
+        }
+        if (lo < count && rows[lo] === r) visit(lo++);
+      }
+      return;
+    }
+    if (!marks) {
+      marks = new Uint8Array(n);
+      for (const r of picked) marks[r] = 1;
+    }
+    for (let j = 0; j < count; j++) if (marks[rows[j]!]) visit(j);
   };
 }
 
