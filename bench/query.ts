@@ -94,7 +94,7 @@ if (kept) {
 // answer comes from the cache. No scheduled job fires (autoSchedule false).
 const clock = { ms: end };
 const srv = await startServer(loadConfig([], {}, base), { now: () => clock.ms, autoSchedule: false });
-const threadsHttp = (srv.services.stats as EmbeddedStatsEngine).threads;
+const threadsHttp = (srv.services.stats as unknown as EmbeddedStatsEngine).threads;
 const store = srv.services.store;
 await store.compactBefore(new Date(end + 86_400_000).toISOString().slice(0, 10));
 if (KEEP && !kept) writeFileSync(metaFile, JSON.stringify({ appId, end, events: EVENTS, days: DAYS } satisfies Meta));
@@ -142,7 +142,7 @@ store.rollups.fold(end);
 // The days' breakdowns, as the rollup job builds them (in a query thread).
 while (store.refreshRollups(end, 7) > 0);
 const tBuild = performance.now();
-const builtDays = await (srv.services.stats as EmbeddedStatsEngine).buildBreakdowns(end);
+const builtDays = await (srv.services.stats as unknown as EmbeddedStatsEngine).buildBreakdowns(end);
 const buildMs = performance.now() - tBuild;
 Bun.gc(true);
 const rssWarm = rssNow();

@@ -58,11 +58,11 @@ export const Overview = t.Object(
 );
 export const Row2 = t.Object({ value: t.String(), count: Int() }, named("Row2"));
 export const Breakdown = t.Object(
-  { dimension: t.String(), metric: t.String(), rows: t.Array(Row2), sampled: t.Boolean(), source: t.String() },
+  { dimension: t.String(), metric: t.String(), timezone: ZoneAnswer, rows: t.Array(Row2), sampled: t.Boolean(), source: t.String() },
   named("Breakdown"),
 );
 export const EventSummary = t.Object({ name: t.String(), events: Int(), users: Int(), series: t.Array(Int()) }, named("EventSummary"));
-export const EventsList = t.Object({ events: t.Array(EventSummary), sampled: t.Boolean() }, named("EventsList"));
+export const EventsList = t.Object({ timezone: ZoneAnswer, events: t.Array(EventSummary), sampled: t.Boolean() }, named("EventsList"));
 export const EventDetail = t.Object(
   {
     name: t.String(),
@@ -98,6 +98,7 @@ export const Funnel = t.Object(
       ),
     ),
     more_groups: t.Boolean(),
+    timezone: ZoneAnswer,
     sampled: t.Boolean(),
   },
   named("Funnel"),
@@ -107,13 +108,14 @@ export const Heatmap = t.Object(
     cells: t.Array(
       t.Object({ weekday: Int({ minimum: 1, maximum: 7 }), hour: Int({ minimum: 0, maximum: 23 }), sessions: Int() }, named("HeatCell")),
     ),
+    timezone: ZoneAnswer,
     sampled: t.Boolean(),
   },
   named("Heatmap"),
 );
 export const Live = t.Object({ minutes: Int(), events: Int(), sessions: Int() }, named("Live"));
 export const PathsRequest = t.Object({ after: EventNameParam }, named("PathsRequest", { additionalProperties: false }));
-export const Paths = t.Object({ after: t.String(), next: t.Array(Row2), sampled: t.Boolean() }, named("Paths"));
+export const Paths = t.Object({ after: t.String(), timezone: ZoneAnswer, next: t.Array(Row2), sampled: t.Boolean() }, named("Paths"));
 export const SessionItem = t.Object(
   {
     id: t.String(),
@@ -133,6 +135,7 @@ export const SessionItem = t.Object(
 );
 export const Sessions = t.Object(
   {
+    timezone: ZoneAnswer,
     sessions: t.Array(SessionItem),
     summary: t.Object({ sessions: Int(), bounce_rate: Num(), events_per_session: Num(), median_seconds: Num() }, named("SessionSummary")),
   },

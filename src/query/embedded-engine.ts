@@ -31,16 +31,16 @@ import type {
   DebugParams,
   EventDetailAnswer,
   EventDetailParams,
-  EventsAnswer,
-  FunnelAnswer,
+  EventsListAnswer,
+  FunnelInZone,
   FunnelSpec,
-  HeatmapAnswer,
+  HeatmapInZone,
   ListParams,
   LiveAnswer,
   OverviewAnswer,
   OverviewParams,
-  PathsAnswer,
-  SessionsAnswer,
+  PathsInZone,
+  SessionsInZone,
   StatsApp,
   StatsEngine,
   StorageFigures,
@@ -142,15 +142,16 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
       const job: Job = rolled ? { op: "rolled-breakdown", dimension, metric, limit, rolled } : { op: "breakdown", dimension, metric };
       return this.after(this.runner.job(q, job, limit, budget, reader), (rows) => ({
         ...(rows as BreakdownRows),
+        timezone: q.window.timezone,
         sampled: false as const,
         source: rolled ? "daily_totals" : "events",
       }));
     });
   }
 
-  events(app: StatsApp, query: ListParams): Promise<EventsAnswer> {
+  events(app: StatsApp, query: ListParams): Promise<EventsListAnswer> {
     const limit = query.limit ?? 50;
-    return this.run(app, "events", query, limit, this.job({ op: "events" }, limit));
+    return this.run(app, "events", query, limit, this.zonedJob({ op: "events" }, limit));
   }
 
   eventDetail(app: StatsApp, name: string, query: EventDetailParams): Promise<EventDetailAnswer> {
@@ -166,31 +167,31 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
     );
   }
 
-  funnel(app: StatsApp, f: FunnelSpec, query: WindowParams): Promise<FunnelAnswer> {
+  funnel(app: StatsApp, f: FunnelSpec, query: WindowParams): Promise<FunnelInZone> {
     return this.run(
       app,
       "funnel",
       query,
       f,
-      this.job({ op: "funnel", steps: f.steps, windowSeconds: f.window_seconds, breakdown: f.breakdown }, 0),
+      this.zonedJob({ op: "funnel", steps: f.steps, windowSeconds: f.window_seconds, breakdown: f.breakdown }, 0),
     );
   }
 
-  heatmap(app: StatsApp, query: WindowParams): Promise<HeatmapAnswer> {
-    return this.run(app, "heatmap", query, null, this.job({ op: "heatmap" }, 0));
+  heatmap(app: StatsApp, query: WindowParams): Promise<HeatmapInZone> {
+    return this.run(app, "heatmap", query, null, this.zonedJob({ op: "heatmap" }, 0));
   }
 
   live(app: StatsApp, query: DebugParams): Promise<LiveAnswer> {
     return this.run(app, "live", query, null, (q) => live(q), { cache: false });
   }
 
-  paths(app: StatsApp, after: string, query: WindowParams): Promise<PathsAnswer> {
-    return this.run(app, "paths", query, after, this.job({ op: "paths", after }, PATHS_LIMIT));
+  paths(app: StatsApp, after: string, query: WindowParams): Promise<PathsInZone> {
+    return this.run(app, "paths", query, after, this.zonedJob({ op: "paths", after }, PATHS_LIMIT));
   }
 
-  sessions(app: StatsApp, query: ListParams): Promise<SessionsAnswer> {
+  sessions(app: StatsApp, query: ListParams): Promise<SessionsInZone> {
     const limit = query.limit ?? 50;
-    return this.run(app, "sessions", query, limit, this.job({ op: "sessions", limit }, limit), { allowedFilters: SESSION_FILTERS });
+    return this.run(app, "sessions", query, limit, this.zonedJob({ op: "sessions", limit }, limit), { allowedFilters: SESSION_FILTERS });
   }
 
   timeline(app: StatsApp, sessionId: string, query: DebugParams): Promise<TimelineEvent[]> {
@@ -262,6 +263,12 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
   /** A scan-bound job as a run (QueryRunner.job). */
   private job<J extends Job>(job: J, limit: number) {
     return (q: QueryContext, budget: Budget, reader: QueryChunks) => this.runner.job(q, job, limit, budget, reader);
+  }
+
+  /** The same, its answer saying the zone of the window's dates (the app's). */
+  private zonedJob<J extends Job>(job: J, limit: number) {
+    return (q: QueryContext, budget: Budget, reader: QueryChunks) =>
+      this.after(this.runner.job(q, job, limit, budget, reader), (a) => ({ ...a, timezone: q.window.timezone }));
   }
 
   /** `run`'s answer shaped by `fn`, whether it comes from the event loop's slices or the threads. */

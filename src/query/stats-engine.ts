@@ -119,10 +119,17 @@ export interface BreakdownRows {
   rows: ValueCount[];
 }
 
-export interface BreakdownAnswer extends BreakdownRows {
+/** Answers over a window say the zone of its dates (the app's). */
+interface InZone {
+  timezone: string;
+}
+
+export interface BreakdownAnswer extends BreakdownRows, InZone {
   sampled: false;
   source: string;
 }
+
+export interface EventsListAnswer extends EventsAnswer, InZone {}
 
 export interface EventsAnswer {
   events: { name: string; events: number; users: number; series: number[] }[];
@@ -140,11 +147,15 @@ export interface EventDetailAnswer {
   sampled: false;
 }
 
+export interface FunnelInZone extends FunnelAnswer, InZone {}
+
 export interface FunnelAnswer {
   groups: { group: string; steps: { name: string; sessions: number; conversion: number; step_conversion: number }[] }[];
   more_groups: boolean;
   sampled: boolean;
 }
+
+export interface HeatmapInZone extends HeatmapAnswer, InZone {}
 
 export interface HeatmapAnswer {
   cells: { weekday: number; hour: number; sessions: number }[];
@@ -156,6 +167,8 @@ export interface LiveAnswer {
   events: number;
   sessions: number;
 }
+
+export interface PathsInZone extends PathsAnswer, InZone {}
 
 export interface PathsAnswer {
   after: string;
@@ -178,6 +191,8 @@ export interface SessionListItem {
   referrer_source: string;
 }
 
+export interface SessionsInZone extends SessionsAnswer, InZone {}
+
 export interface SessionsAnswer {
   sessions: SessionListItem[];
   summary: { sessions: number; bounce_rate: number; events_per_session: number; median_seconds: number };
@@ -199,15 +214,15 @@ export interface TimelineEvent {
 export interface StatsEngine {
   overview(app: StatsApp, query: OverviewParams): Promise<OverviewAnswer>;
   breakdown(app: StatsApp, query: BreakdownParams): Promise<BreakdownAnswer>;
-  events(app: StatsApp, query: ListParams): Promise<EventsAnswer>;
+  events(app: StatsApp, query: ListParams): Promise<EventsListAnswer>;
   eventDetail(app: StatsApp, name: string, query: EventDetailParams): Promise<EventDetailAnswer>;
-  funnel(app: StatsApp, funnel: FunnelSpec, query: WindowParams): Promise<FunnelAnswer>;
-  heatmap(app: StatsApp, query: WindowParams): Promise<HeatmapAnswer>;
+  funnel(app: StatsApp, funnel: FunnelSpec, query: WindowParams): Promise<FunnelInZone>;
+  heatmap(app: StatsApp, query: WindowParams): Promise<HeatmapInZone>;
   /** Never cached. */
   live(app: StatsApp, query: DebugParams): Promise<LiveAnswer>;
-  paths(app: StatsApp, after: string, query: WindowParams): Promise<PathsAnswer>;
+  paths(app: StatsApp, after: string, query: WindowParams): Promise<PathsInZone>;
   /** Filters on platform, country, os_name and app_version only. */
-  sessions(app: StatsApp, query: ListParams): Promise<SessionsAnswer>;
+  sessions(app: StatsApp, query: ListParams): Promise<SessionsInZone>;
   timeline(app: StatsApp, sessionId: string, query: DebugParams): Promise<TimelineEvent[]>;
 }
 

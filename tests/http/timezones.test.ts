@@ -162,5 +162,20 @@ describe("app time zones", () => {
       { weekday: 3, hour: 10, sessions: 1 },
       { weekday: 3, hour: 23, sessions: 1 },
     ]);
+    // Every answer over a window says the zone of its dates.
+    expect((h as unknown as { timezone: string }).timezone).toBe("Asia/Kathmandu");
+    const w = "from=2026-11-04&to=2026-11-04";
+    for (const path of [`breakdown?dimension=country&${w}`, `events?${w}`, `sessions?${w}`, `events/open?${w}`]) {
+      expect(await json<{ timezone: string }>(s.api(`/apps/${app.id}/${path}`, { headers: owner }))).toMatchObject({
+        timezone: "Asia/Kathmandu",
+      });
+    }
+    for (const [path, body] of [
+      ["funnel", { steps: ["open", "open"] }],
+      ["paths", { after: "open" }],
+    ] as const) {
+      const r = await s.api(`/apps/${app.id}/${path}?${w}`, { method: "POST", json: body, headers: owner });
+      expect(await json<{ timezone: string }>(r)).toMatchObject({ timezone: "Asia/Kathmandu" });
+    }
   });
 });
