@@ -151,6 +151,9 @@ describe("dashboard, end to end", () => {
     // A 360 px phone: nothing wider than the screen; dark when the system is.
     await page.setViewportSize({ width: 360, height: 740 });
     await page.locator('li.metric[data-metric="Events"]').waitFor();
+    // The chart follows its box through a ResizeObserver, a frame after the resize: waited
+    // for (under a loaded CI the check once ran before it).
+    await page.waitForFunction("[...document.querySelectorAll('.uplot')].every((e) => e.getBoundingClientRect().right <= 361)");
     const wide = await page.evaluate(
       "[...document.querySelectorAll('body *')].filter((e) => !e.closest('.sr-only') && e.getBoundingClientRect().right > 361).slice(0, 8).map((e) => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))",
     );
