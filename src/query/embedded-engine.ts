@@ -82,6 +82,10 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
 
   constructor(private readonly o: EmbeddedEngineOptions) {
     this.pool = o.threads && o.log ? new ScanPool(o.threads, o.log) : null;
+    this.pool?.pruneEvery(60_000, () => {
+      const cached = o.store.cachedChunks();
+      return (c) => cached.has(c);
+    });
     this.runner = new QueryRunner({ store: o.store, now: o.now, budgetMs: o.budgetMs, maxWaiting: o.maxWaiting, pool: this.pool });
   }
 

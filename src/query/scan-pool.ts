@@ -52,6 +52,14 @@ export class ScanPool {
     for (let k = 0; k < size; k++) this.threads.push(this.start(k));
   }
 
+  private pruning: ReturnType<typeof setInterval> | undefined;
+
+  /** Prunes every `ms` (prune), without keeping the process alive. */
+  pruneEvery(ms: number, kept: () => (c: Chunk) => boolean): void {
+    this.pruning = setInterval(() => this.prune(kept()), ms);
+    (this.pruning as unknown as { unref?: () => void }).unref?.();
+  }
+
   /** Whether queries can go to the threads (false after one failed: they run on the event loop). */
   get usable(): boolean {
     return this.size > 0 && !this.failed;
@@ -92,13 +100,7 @@ export class ScanPool {
    */
   async run(q: ShareQuery, chunks: Chunk[], isHead: (c: Chunk) => boolean, kept: (c: Chunk) => boolean): Promise<unknown[]> {
     const inQuery = new Set(chunks);
-    const drop: number[] = [];
-    for (const [c, id] of this.ids) {
-      if (inQuery.has(c) || kept(c)) continue;
-      this.ids.delete(c);
-      drop.push(id);
-    }
-    for (const t of this.threads) for (const id of drop) t.has.delete(id);
+    const drop = this.gone((c) => inQuery.has(c) || kept(c));
     const count = q.key ? this.threads.length : 1;
     // Packed once for all threads: a partition's arrays are shared memory (posted as they
     // are), its dictionaries are copied to each thread that has not had it yet.
@@ -137,6 +139,28 @@ export class ScanPool {
     return Promise.all(shares.filter((s) => s !== null));
   }
 
+  /**
+   * Lets the threads go of the partitions the cache no longer holds, between queries too
+   * (the engine calls it every minute): their shared columns stay in memory as long as a
+   * thread holds them.
+   */
+  prune(kept: (c: Chunk) => boolean): void {
+    const drop = this.gone(kept);
+    if (drop.length) for (const t of this.threads) t.worker.postMessage({ kind: "drop", ids: drop });
+  }
+
+  /** The numbers of the partitions sent that are not to be kept, forgotten here. */
+  private gone(keep: (c: Chunk) => boolean): number[] {
+    const drop: number[] = [];
+    for (const [c, id] of this.ids) {
+      if (keep(c)) continue;
+      this.ids.delete(c);
+      drop.push(id);
+    }
+    for (const t of this.threads) for (const id of drop) t.has.delete(id);
+    return drop;
+  }
+
   private call(t: Thread, m: ShareMessage): Promise<unknown> {
     return new Promise((resolve, reject) => {
       if (t.dead) return reject(t.dead);
@@ -146,6 +170,7 @@ export class ScanPool {
   }
 
   close(): void {
+    clearInterval(this.pruning);
     for (const t of this.threads) t.worker.terminate();
     this.threads = [];
     this.failed = true;

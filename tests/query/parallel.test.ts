@@ -95,6 +95,16 @@ describe("queries in shares on the query threads", () => {
     expect(THREADS.map((t) => engines.get(t)!.threads)).toEqual(THREADS);
   });
 
+  test("threads let partitions go and are sent them again when a query needs them", async () => {
+    const e = engines.get(2)!;
+    const ask = () => e.heatmap(web, { ...W, filter: ["country:US"] });
+    const before = await ask();
+    // As when the cache has let every partition go: the threads drop them all.
+    (e as unknown as { pool: { prune(kept: () => boolean): void } }).pool.prune(() => false);
+    clock.advance(60_000);
+    expect(await ask()).toEqual(before);
+  });
+
   test("shares split the ids evenly, small numbers too", () => {
     for (const count of [2, 3]) {
       const n = new Array(count).fill(0);
