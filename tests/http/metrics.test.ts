@@ -8,6 +8,7 @@ import { errorCode, startTestServer, type TestServer } from "../helpers/server.t
 import { batch, ev, newApp, ownerHeaders, sendBatch, sendWeb } from "../helpers/ingest.ts";
 import { spawnSextant } from "../helpers/process.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 const TOKEN = "metrics-" + "x".repeat(40);
 const CHROME = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
@@ -270,8 +271,17 @@ describe("with SEXTANT_METRICS_TOKEN", () => {
     // The write-ahead log: commits happened; each written commit had one fsync, timed in the worker.
     const commits = delta("sextant_wal_commits_total", { result: "ok" });
     expect(commits).toBeGreaterThan(0);
-    expect(value(after, "sextant_wal_fsync_duration_seconds_count")).toBe(value(after, "sextant_wal_commits_total", { result: "ok" }));
-    expect(value(after, "sextant_wal_commit_duration_seconds_count")).toBe(value(after, "sextant_wal_commits_total", { result: "ok" }));
+    // A commit may be under way at the scrape (the outcome records of a refused request are
+    // written after its answer): its fsync timed, its result not yet counted. Once the log
+    // is idle, the counts agree exactly.
+    const idle = await waitFor("the write-ahead log idle, every fsync's commit counted", async () => {
+      const f = (await scrape()).fams;
+      const ok = value(f, "sextant_wal_commits_total", { result: "ok" });
+      return value(f, "sextant_wal_fsync_duration_seconds_count") === ok && value(f, "sextant_wal_commit_duration_seconds_count") === ok
+        ? f
+        : null;
+    });
+    expect(value(idle, "sextant_wal_fsync_duration_seconds_count")).toBe(value(idle, "sextant_wal_commits_total", { result: "ok" }));
     expect(delta("sextant_wal_fsync_duration_seconds_sum")).toBeGreaterThan(0);
     expect(delta("sextant_wal_records_total")).toBeGreaterThanOrEqual(3 + 2);
     expect(value(after, "sextant_wal_bytes")).toBeGreaterThan(0);
