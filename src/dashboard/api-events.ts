@@ -36,6 +36,8 @@ export interface PropertyGroup {
 }
 export interface EventDetail {
   name: string;
+  /** The points' interval (absent from servers before intervals: days). */
+  interval?: string;
   series: DayPoint[];
   string_properties: StringProperty[];
   number_properties: NumberProperty[];

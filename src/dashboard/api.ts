@@ -164,6 +164,8 @@ export interface Period {
 export interface Overview {
   current: Period;
   previous?: Period | null;
+  /** The points' interval (absent from servers before intervals: days). */
+  interval?: string;
   sampled: boolean;
   source: "daily_totals" | "events";
 }

@@ -187,7 +187,7 @@ function DetailBody({ data, w, interval }: { data: EventDetail; w: Window & { zo
         <TimeChart
           title={`${data.name}: events, users and sessions per ${noun}, ${w.from} to ${w.to} (${w.zone})`}
           points={data.series.map(pointDate)}
-          interval={interval}
+          interval={(data.interval as typeof interval | undefined) ?? interval}
           zone={w.zone}
           series={[
             { label: "Events", values: data.series.map((p) => p.events), color: "#4f7cff" },

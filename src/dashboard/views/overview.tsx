@@ -129,7 +129,7 @@ export function Overview({ app }: { app: AppView }) {
           <TimeChart
             title={`Events, users, sessions${app.kind === "web" ? " and page views" : ""} per ${noun}, ${w.from} to ${w.to} (${zone})`}
             points={o.data.current.series.map(pointDate)}
-            interval={interval}
+            interval={(o.data.interval as typeof interval | undefined) ?? interval}
             zone={zone}
             series={[
               { label: "Events", values: o.data.current.series.map((p) => p.events), color: "#4f7cff" },
