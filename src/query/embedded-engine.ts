@@ -94,11 +94,6 @@ export class EmbeddedStatsEngine implements StatsEngine, StorageGauges, AppZones
     return this.pool?.usable ? this.pool.size : 0;
   }
 
-  /** Each query thread's time on its share of the last query (bench/threads.ts). */
-  get shareMs(): readonly number[] {
-    return this.pool?.shareMs ?? [];
-  }
-
   /** Stops the query threads. */
   close(): void {
     this.pool?.close();

@@ -14,9 +14,7 @@ import type { Job } from "./parallel.ts";
 import type { Part } from "./scan.ts";
 import type { QueryContext } from "./context.ts";
 
-type Reply =
-  | { id: number; ok: true; value: unknown; ms: number }
-  | { id: number; ok: false; error: { kind?: string; code?: string; message: string } };
+type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { kind?: string; code?: string; message: string } };
 
 interface Thread {
   worker: Worker;
@@ -42,8 +40,6 @@ export class ScanPool {
   private ids = new Map<Chunk, number>();
   private nextChunk = 1;
   private failed = false;
-  /** Each thread's time on its share of the last query it ran, in ms (for bench/threads.ts). */
-  readonly shareMs: number[] = [];
 
   constructor(
     readonly size: number,
@@ -72,10 +68,8 @@ export class ScanPool {
       const w = t.waiting.get(e.data.id);
       if (!w) return;
       t.waiting.delete(e.data.id);
-      if (e.data.ok) {
-        this.shareMs[k] = e.data.ms;
-        w.resolve(e.data.value);
-      } else {
+      if (e.data.ok) w.resolve(e.data.value);
+      else {
         const { kind, code, message } = e.data.error;
         w.reject(kind && code ? new DomainError(kind as DomainError["kind"], code, message) : new Error(message));
       }
