@@ -200,6 +200,9 @@ async function backupCommand(command: "backup" | "restore", args: string[]): Pro
   return 0;
 }
 
+// A belt under the explicit modes (src/util/private-files.ts): anything made by a library
+// behind our back is not readable by group or others either.
+process.umask(0o077);
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {

@@ -5,17 +5,23 @@
 // makeDurable has run, it commits without waiting for an fsync.
 
 import { Database } from "bun:sqlite";
-import { existsSync, mkdirSync } from "node:fs";
+import { closeSync, existsSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { MIGRATIONS, type Migration } from "./migrations.ts";
+import { chmodPrivateIfThere, mkdirPrivate, openPrivate } from "../util/private-files.ts";
 
 export type Db = Database;
 
 export function openDb(dataDir: string, migrations: Migration[] = MIGRATIONS): Db {
-  mkdirSync(dataDir, { recursive: true });
-  const db = new Database(join(dataDir, "sextant.db"), { create: true, strict: true });
+  mkdirPrivate(dataDir);
+  const file = join(dataDir, "sextant.db");
+  // SQLite gives its -wal and -shm files the database file's mode: a new one is made 0600
+  // first (an empty file is a new database to SQLite), and all three are set after.
+  if (!existsSync(file)) closeSync(openPrivate(file, "wx"));
+  const db = new Database(file, { create: true, strict: true });
   db.exec("PRAGMA journal_mode = WAL");
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) chmodPrivateIfThere(f);
   db.exec("PRAGMA synchronous = FULL");
   db.exec("PRAGMA foreign_keys = ON");
   db.exec("PRAGMA busy_timeout = 5000");

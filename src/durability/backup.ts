@@ -40,6 +40,7 @@
 
 import { Database } from "bun:sqlite";
 import {
+  chmodSync,
   closeSync,
   existsSync,
   fsyncSync,
@@ -52,7 +53,7 @@ import {
   rmSync,
   statSync,
 } from "node:fs";
-import { copyFile, link, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { link, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { parquetMetadata } from "hyparquet";
 import { ConfigError } from "../infra/config.ts";
@@ -60,6 +61,7 @@ import type { Logger } from "../infra/log.ts";
 import { checkDataFormat } from "./format.ts";
 import { lockDataDir } from "./open.ts";
 import { decodeKeptBatch, decodeKeptWeb } from "./wal-records.ts";
+import { copyFilePrivate, mkdirPrivate, mkdirPrivateAsync, openPrivate, PRIVATE_DIR, writeFilePrivate } from "../util/private-files.ts";
 
 export const MANIFEST = "backup.json";
 const ATTEMPTS = 8;
@@ -152,9 +154,9 @@ async function fsyncPath(p: string): Promise<void> {
   }
 }
 
-/** Copies a file and fsyncs the copy. */
+/** Copies a file (0600) and fsyncs the copy. */
 async function copyDurable(from: string, to: string): Promise<number> {
-  await copyFile(from, to);
+  await copyFilePrivate(from, to);
   await fsyncPath(to);
   return (await stat(to)).size;
 }
@@ -321,12 +323,12 @@ export async function backup(dataDir: string, dest: string, opts: BackupOptions 
   try {
     for (let attempt = 1; ; attempt++) {
       rmSync(staging, { recursive: true, force: true });
-      mkdirSync(staging);
+      mkdirPrivate(staging);
       try {
         const r = await attemptBackup(src, dataDir, staging, previous, opts);
         const result: BackupResult = { dest, incremental, ...r, ms: Math.round(performance.now() - t0), attempts: attempt };
         const { dest: _d, ...manifest } = result;
-        await writeFile(
+        await writeFilePrivate(
           join(staging, MANIFEST),
           JSON.stringify({ format: 1, source: dataDir, created_at: new Date().toISOString(), ...manifest }, null, 2) + "\n",
         );
@@ -358,7 +360,7 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
   // checkpoint after the log's copy) could answer "stored" for a batch whose events the
   // copy lacks: a retry after a restore would then lose them. A merge that removes a run
   // while it is copied starts the attempt again.
-  mkdirSync(join(out, "answers"));
+  mkdirPrivate(join(out, "answers"));
   let answerRuns = 0;
   for (const f of listOrEmpty(join(dataDir, "answers"))) {
     if (!f.endsWith(".run")) continue;
@@ -376,7 +378,7 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
   const at = Date.now();
   opts.onPoint?.(new Date(at).toISOString());
   const walDir = join(dataDir, "wal");
-  mkdirSync(join(out, "wal"));
+  mkdirPrivate(join(out, "wal"));
   let walSegments = 0;
   let walRecords = 0;
   let lastSeq = 0;
@@ -394,7 +396,7 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
     }
     const scan = await scanSegment(buf);
     if (scan.end === 0) continue;
-    await writeFile(join(out, "wal", name), buf.subarray(0, scan.end));
+    await writeFilePrivate(join(out, "wal", name), buf.subarray(0, scan.end));
     await fsyncPath(join(out, "wal", name));
     bytes += scan.end;
     walSegments++;
@@ -405,6 +407,8 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
 
   // The metadata, as one snapshot, after the log (step 2).
   const dbFile = join(out, "sextant.db");
+  // Made first, 0600 and empty (VACUUM INTO fills an empty file): SQLite would make it 0644.
+  closeSync(openPrivate(dbFile, "wx"));
   src.query("VACUUM INTO ?").run(dbFile);
   const copy = new Database(dbFile);
   let cp: ReturnType<typeof readCheckpoint>;
@@ -427,7 +431,7 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
 
   // The session file the copied checkpoint names.
   let sessions: string | null = null;
-  mkdirSync(join(out, "state"));
+  mkdirPrivate(join(out, "state"));
   if (cp.stateGen !== null) {
     sessions = `state/${cp.stateGen}.sessions`;
     try {
@@ -444,7 +448,7 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
   const made = new Set<string>();
   const ensureDir = async (d: string) => {
     if (made.has(d)) return;
-    await mkdir(d, { recursive: true });
+    await mkdirPrivateAsync(d);
     made.add(d);
   };
   let canLink = true;
@@ -499,7 +503,7 @@ async function attemptBackup(src: Database, dataDir: string, out: string, previo
   // quarantined records (kept for the operator), export files (their rows are in the
   // metadata), and the top-level files other than the lock (FORMAT).
   const copyDir = async (name: string, mode: "copy" | "link"): Promise<number> => {
-    mkdirSync(join(out, name), { recursive: true });
+    mkdirPrivate(join(out, name));
     let n = 0;
     for (;;) {
       let vanished = false;
@@ -631,9 +635,11 @@ export async function restore(src: string, dataDir: string, opts: { force?: bool
       `${src} is in use by process ${srcPid}: a running server's directory is no backup (make one with sextant backup)`,
     );
   }
-  mkdirSync(dataDir, { recursive: true });
+  mkdirPrivate(dataDir);
   const release = lockDataDir(dataDir);
   try {
+    // An empty directory made beforehand becomes the data directory: only its owner may read it.
+    chmodSync(dataDir, PRIVATE_DIR);
     const present = readdirSync(dataDir).filter((n) => n !== "LOCK");
     if (present.length > 0) {
       if (!opts.force)
@@ -651,7 +657,7 @@ export async function restore(src: string, dataDir: string, opts: { force?: bool
         if (n.endsWith(".tmp")) continue;
         const st = statSync(join(src, r));
         if (st.isDirectory()) {
-          await mkdir(join(dataDir, r), { recursive: true });
+          await mkdirPrivateAsync(join(dataDir, r));
           await walk(r);
           await fsyncPath(join(dataDir, r));
         } else if (st.isFile()) {

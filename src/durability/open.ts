@@ -3,7 +3,7 @@
 // the last checkpoint loaded, newer log records replayed). Shared by `sextant serve` and
 // the commands that write events directly (`sextant generate`).
 
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../infra/config.ts";
 import { ConfigError } from "../infra/config.ts";
@@ -20,6 +20,7 @@ import { sweepOrphans } from "./tenant-purge.ts";
 import { checkDataFormat, DATA_FORMAT, writeDataFormat } from "./format.ts";
 import { checkpoint, checkpointGen, checkpointSeq, loadCheckpoint, type CheckpointDeps } from "./checkpoint.ts";
 import { ServerMetrics } from "../infra/metrics.ts";
+import { mkdirPrivate, openPrivate, tightenTree } from "../util/private-files.ts";
 
 export interface Storage extends CheckpointDeps {
   db: Db;
@@ -45,9 +46,10 @@ export function openStorage(
 ): Storage {
   // Before anything is created or changed: a directory a newer Sextant wrote is refused.
   const format = checkDataFormat(config.dataDir);
-  mkdirSync(config.dataDir, { recursive: true });
+  mkdirPrivate(config.dataDir);
   const release = lockDataDir(config.dataDir);
   try {
+    tightenDataDir(config.dataDir, log);
     const db = openDbOrRefuse(config.dataDir);
     const billing = new Billing(
       db,
@@ -131,6 +133,36 @@ export function appZones(db: Db): [number, string][] {
     .map((r) => [r.id, r.timezone]);
 }
 
+/** Names at most this many paths in the start-up warning (the count says how many in all). */
+const LOOSE_NAMED = 20;
+
+/**
+ * Before anything is opened: every file and directory under the data directory that group
+ * or others could read (an older install's, a copy made by hand) is made 0600 / 0700, and
+ * one warning names them with the modes they had.
+ */
+function tightenDataDir(dir: string, log: Logger): void {
+  const loose = tightenTree(dir);
+  if (loose.length === 0) return;
+  const named = (list: typeof loose) =>
+    list
+      .slice(0, LOOSE_NAMED)
+      .map((l) => `${l.path} (${l.mode})`)
+      .join(", ") + (list.length > LOOSE_NAMED ? ", …" : "");
+  const tightened = loose.filter((l) => l.tightened);
+  const failed = loose.filter((l) => !l.tightened);
+  if (tightened.length > 0)
+    log.warn("data directory: group or others could read these; tightened to 0700 (directories) and 0600 (files)", {
+      count: tightened.length,
+      paths: named(tightened),
+    });
+  if (failed.length > 0)
+    log.warn("data directory: group or others can read these and they could not be tightened (another owner?): fix them by hand", {
+      count: failed.length,
+      paths: named(failed),
+    });
+}
+
 /** openDb, with a schema newer than this build's answered as the format refusal (one line, exit code 2). */
 function openDbOrRefuse(dir: string): Db {
   try {
@@ -153,7 +185,7 @@ export function lockDataDir(dir: string): () => void {
   const file = join(dir, "LOCK");
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      const fd = openSync(file, "wx");
+      const fd = openPrivate(file, "wx");
       writeSync(fd, String(process.pid));
       closeSync(fd);
       return () => rmSync(file, { force: true });

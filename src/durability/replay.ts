@@ -3,10 +3,10 @@
 // ingest and, through its sink, the event store, exactly as it was acknowledged. Records of
 // apps purged since are skipped; a record that cannot be read is kept aside, not lost.
 
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Db } from "../domain/db.ts";
 import type { Logger } from "../infra/log.ts";
+import { mkdirPrivate } from "../util/private-files.ts";
 import type { StoredEvent } from "../model/event.ts";
 import type { DropReason, OutcomeCounts } from "../model/outcomes.ts";
 import type { Ingest, BatchAnswer } from "../ingest/ingest.ts";
@@ -84,7 +84,7 @@ class AppsSeen {
 function quarantine(d: ReplayDeps, r: WalRecord): string {
   const file = join(d.quarantineDir, `${String(r.seq).padStart(16, "0")}-${r.type}.rec`);
   try {
-    mkdirSync(d.quarantineDir, { recursive: true });
+    mkdirPrivate(d.quarantineDir);
     writeAtomic(file, r.payload);
     return file;
   } catch (e) {

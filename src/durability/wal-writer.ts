@@ -17,6 +17,7 @@
 import { closeSync, fdatasyncSync, fsyncSync, ftruncateSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Histogram } from "../infra/metrics.ts";
+import { openPrivate } from "../util/private-files.ts";
 
 export const SEGMENT_BYTES = 64 * 1024 * 1024;
 /** Zeros written ahead of the records at a time: a short write between commits, not often. */
@@ -110,7 +111,7 @@ export class SegmentFile {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
     const file = join(this.dir, segName(firstSeq));
-    this.fd = openSync(file, "w");
+    this.fd = openPrivate(file, "w");
     this.size = 0;
     this.filled = 0;
     this.noPrefill = false;

@@ -11,12 +11,13 @@
 // any failed write the log moves to a new segment, so bytes of a failed write can never
 // sit in front of later records.
 
-import { closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { closeSync, ftruncateSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { rm } from "node:fs/promises";
 import type { Logger } from "../infra/log.ts";
 import { InlineWriter, WorkerWriter, type WalWriter } from "./wal-writer.ts";
 import { DISK_BUCKETS, Histogram } from "../infra/metrics.ts";
+import { mkdirPrivate } from "../util/private-files.ts";
 import { SinkWriteError } from "../ingest/sink.ts";
 
 export interface WalRecord {
@@ -91,7 +92,7 @@ export class Wal {
    * main thread if a worker cannot start). Tests inject failing writers here.
    */
   static open(dir: string, log: Logger, writer?: (dir: string) => WalWriter): Wal {
-    mkdirSync(dir, { recursive: true });
+    mkdirPrivate(dir);
     const wal: Wal = new Wal(dir, log, writer ?? ((d) => defaultWriter(log, wal.fsyncTimes)(d)));
     wal.segments = readdirSync(dir)
       .filter((f) => /^\d{16}\.log$/.test(f))

@@ -9,7 +9,7 @@
 // names; memory is one part's columns and output, whatever the app's size. Progress
 // (parts and rows written) is in the job's view while it runs.
 
-import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Db } from "../domain/db.ts";
 import type { Logger } from "../infra/log.ts";
@@ -17,6 +17,7 @@ import { claimJob, failJob, finishJob, setJobProgress, type JobRow } from "../do
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { iso } from "../domain/time.ts";
 import { DAY_MS } from "../util/time.ts";
+import { mkdirPrivate } from "../util/private-files.ts";
 import type { EventStore } from "../store/store.ts";
 import { packForExport, startExportThread } from "../store/files.ts";
 import type { ExportFormat, PartDone } from "../store/export-rows.ts";
@@ -62,7 +63,7 @@ export async function runExportJobs(d: ExportDeps): Promise<number> {
 
 async function exportJob(d: ExportDeps, job: JobRow) {
   const { app, format, from, to } = JSON.parse(job.params) as { app: number; format: ExportFormat; from?: string; to?: string };
-  mkdirSync(d.dir, { recursive: true });
+  mkdirPrivate(d.dir);
   const token = randomToken(32);
   const ext = format === "csv" ? "csv" : "parquet";
   const file = join(d.dir, `${job.id}-${sha256(token).slice(0, 16)}.${ext}`);

@@ -14,13 +14,14 @@
 // at (f64, ms), app (u32), accepted (u16), dropped (u16), reason (u8), 7 bytes unused, the
 // batch id's 16 bytes. Little-endian.
 
-import { closeSync, fstatSync, mkdirSync, openSync, read, readdirSync, readSync, rmSync } from "node:fs";
-import { open as openAsync, rename as renameAsync, rm as rmAsync, type FileHandle } from "node:fs/promises";
+import { closeSync, fstatSync, openSync, read, readdirSync, readSync, rmSync } from "node:fs";
+import { rename as renameAsync, rm as rmAsync, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../infra/log.ts";
 import { hash53 } from "../util/hash.ts";
 import { checkSize, syncDir, writeAllAt, writeAtomic, writeAtomicAsync } from "../store/atomic.ts";
 import { STEP_ENTRIES, yieldToLoop } from "../util/yield.ts";
+import { mkdirPrivate, openPrivateAsync } from "../util/private-files.ts";
 
 const MAGIC = 0x534e4158; // "XANS"
 const VERSION = 1;
@@ -196,7 +197,7 @@ export class AnswerRuns {
    * deleted; a file that is not a whole run is left where it is and skipped, with a warning.
    */
   static open(dir: string, log: Logger, keepMs: number, visit?: (hash: number, at: number, app: number) => void): AnswerRuns {
-    mkdirSync(dir, { recursive: true });
+    mkdirPrivate(dir);
     const r = new AnswerRuns(dir, log, keepMs);
     const names = readdirSync(dir);
     for (const name of names) if (name.endsWith(".tmp")) rmSync(join(dir, name), { force: true });
@@ -432,7 +433,7 @@ export class AnswerRuns {
     let steps = 0;
     let oldest = Infinity;
     let newest = -Infinity;
-    const fh: FileHandle = await openAsync(`${file}.tmp`, "w");
+    const fh: FileHandle = await openPrivateAsync(`${file}.tmp`, "w");
     try {
       const refill = async (r: (typeof readers)[number]) => {
         const n = Math.min(STEP, r.run.count - r.next);

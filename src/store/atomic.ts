@@ -1,17 +1,19 @@
 // Atomic file writes: the file appears whole under its name, or not at all. Both ways:
 // synchronously (start-up, the partition writer's own thread) and in the thread pool
-// (checkpoint files written while the event loop goes on serving).
+// (checkpoint files written while the event loop goes on serving). Files 0600, directories
+// 0700 (util/private-files.ts).
 
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
-import { mkdir, open, rename, rm, type FileHandle } from "node:fs/promises";
+import { closeSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
+import { open, rename, rm, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
+import { mkdirPrivate, mkdirPrivateAsync, openPrivate, openPrivateAsync } from "../util/private-files.ts";
 
 /** temp name, fsync, rename, fsync the directory: the file appears whole or not at all. */
 export function writeAtomic(file: string, bytes: Uint8Array): void {
   const dir = dirname(file);
-  mkdirSync(dir, { recursive: true });
+  mkdirPrivate(dir);
   const tmp = `${file}.tmp`;
-  const fd = openSync(tmp, "w");
+  const fd = openPrivate(tmp, "w");
   try {
     let off = 0;
     while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
@@ -35,9 +37,9 @@ export function writeAtomic(file: string, bytes: Uint8Array): void {
 export async function writeAtomicAsync(file: string, bytes: Uint8Array | Uint8Array[]): Promise<void> {
   const parts = Array.isArray(bytes) ? bytes : [bytes];
   const dir = dirname(file);
-  await mkdir(dir, { recursive: true });
+  await mkdirPrivateAsync(dir);
   const tmp = `${file}.tmp`;
-  const fh = await open(tmp, "w");
+  const fh = await openPrivateAsync(tmp, "w");
   try {
     let at = 0;
     for (const p of parts) {

@@ -14,9 +14,10 @@
 //    checkpoint never completed: deleted, since the write-ahead log still holds those events.
 // Queries plan first (which files, by app and time range), then read: planning is pure.
 
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { DAY_MS, HOUR_MS } from "../util/time.ts";
+import { mkdirPrivate } from "../util/private-files.ts";
 
 export interface Partition {
   app: number;
@@ -74,7 +75,7 @@ export class Catalog {
   private dropped = new Set<number>();
 
   constructor(readonly root: string) {
-    mkdirSync(root, { recursive: true });
+    mkdirPrivate(root);
   }
 
   /** Lists what is on disk, applying the consistency rules; answers what it removed. */

@@ -20,6 +20,7 @@ import { STRING_DIMS } from "../model/event.ts";
 import { readPartition } from "./parquet.ts";
 import { writeFooter, writeRowGroup, type ColumnValues, type RowGroupMeta } from "./parquet-columns.ts";
 import { dirname } from "node:path";
+import { openPrivate } from "../util/private-files.ts";
 
 export type ExportFormat = "parquet" | "csv";
 
@@ -77,7 +78,7 @@ export interface PartDone {
 
 /** Starts the file (`tmp`, renamed by finishExport): Parquet's magic, or CSV's header. */
 export function startExport(tmp: string, format: ExportFormat): void {
-  const fd = openSync(tmp, "w");
+  const fd = openPrivate(tmp, "w");
   try {
     writeAll(fd, format === "csv" ? new TextEncoder().encode(CSV_HEADER.join(",") + "\r\n") : new Uint8Array([0x50, 0x41, 0x52, 0x31]));
   } finally {

@@ -5,7 +5,7 @@
 // encoded, fsynced or decoded. The inline implementation is the fallback and runs the
 // same functions.
 
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../infra/log.ts";
 import type { NiceResult } from "../util/thread-priority.ts";
@@ -15,6 +15,7 @@ import { FRESH, type Scratch } from "./scratch.ts";
 import { FLUSH_ZSTD_LEVEL, readPartition, writePartition, type RowSource } from "./parquet.ts";
 import { dayOf, dayText } from "./rollups.ts";
 import { DAY_MS, HOUR_MS } from "../util/time.ts";
+import { openPrivate } from "../util/private-files.ts";
 import { writeAtomic } from "./atomic.ts";
 import { abandonExport, exportPart, finishExport, startExport, type ExportFormat, type PartDone } from "./export-rows.ts";
 import type { RowGroupMeta } from "./parquet-columns.ts";
@@ -170,7 +171,9 @@ export function compactFiles(dir: string, app: number, date: string, parts: Part
   const { bytes } = writePartition(sources, { app, tag });
   if (crashAt === "before-rename") {
     // What a crash mid-write leaves: a temporary file, the sources untouched.
-    writeFileSync(`${file}.tmp`, bytes.subarray(0, bytes.length >> 1));
+    const fd = openPrivate(`${file}.tmp`, "w");
+    writeSync(fd, bytes.subarray(0, bytes.length >> 1));
+    closeSync(fd);
     throw new Error("simulated crash before rename");
   }
   writeAtomic(file, bytes);

@@ -31,20 +31,25 @@ export class TestClock {
   }
 }
 
-export async function startTestServer(config: Partial<Config> = {}, opts: { clock?: TestClock } = {}): Promise<TestServer> {
-  const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), "sextant-test-"));
-  const logs: string[] = [];
-  const cfg = loadConfig([], {}, { host: "127.0.0.1", port: 0, log: "json", ...config, dataDir });
-  const server = await startServer(cfg, { logSink: (line) => logs.push(line), now: opts.clock?.now, autoSchedule: false });
-  const req = (path: string, init: RequestInit & { json?: unknown } = {}) => {
+/** fetch against any path of `baseUrl`; `json` is sent as the JSON body. */
+export function requester(baseUrl: string) {
+  return (path: string, init: RequestInit & { json?: unknown } = {}) => {
     const { json, ...rest } = init;
     const headers = new Headers(rest.headers);
     if (json !== undefined) {
       headers.set("content-type", "application/json");
       rest.body = JSON.stringify(json);
     }
-    return fetch(server.url + path, { ...rest, headers });
+    return fetch(baseUrl + path, { ...rest, headers });
   };
+}
+
+export async function startTestServer(config: Partial<Config> = {}, opts: { clock?: TestClock } = {}): Promise<TestServer> {
+  const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), "sextant-test-"));
+  const logs: string[] = [];
+  const cfg = loadConfig([], {}, { host: "127.0.0.1", port: 0, log: "json", ...config, dataDir });
+  const server = await startServer(cfg, { logSink: (line) => logs.push(line), now: opts.clock?.now, autoSchedule: false });
+  const req = requester(server.url);
   return {
     url: server.url,
     ingestUrl: server.ingestUrl,
