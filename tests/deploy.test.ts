@@ -409,7 +409,7 @@ for (const proxy of PROXIES) {
       });
       expect(verified.status).toBe(200);
       const setCookie = verified.headers.get("set-cookie")!;
-      expect(setCookie).toStartWith("sextant_session=");
+      expect(setCookie).toStartWith("__Host-sextant_session=");
       expect(setCookie).toContain("Secure");
       expect(setCookie).toContain("HttpOnly");
       const session = { cookie: setCookie.split(";")[0]!, "x-requested-with": "deploy-test", ...json };

@@ -11,9 +11,20 @@ import type { Actor, Role } from "../domain/roles.ts";
 import { resolveToken } from "../domain/tokens.ts";
 import { resolveShareLink, SHARE_PREFIX } from "../domain/share-links.ts";
 import { resolveSession } from "../domain/signin.ts";
-import { readCookie, unsign } from "./cookie-sign.ts";
+import { readCookies, unsign } from "./cookie-sign.ts";
 
 export const SESSION_COOKIE = "sextant_session";
+
+/**
+ * The session cookie's name. Over https it carries the `__Host-` prefix: the browser then
+ * takes it only with Secure, Path=/ and no Domain, so a sibling subdomain can neither set
+ * nor shadow it, and a same-named cookie without the prefix is not read at all. Over http
+ * (no prefix is possible there) the plain name.
+ */
+export const sessionCookieName = (publicUrl: string) => (publicUrl.startsWith("https:") ? `__Host-${SESSION_COOKIE}` : SESSION_COOKIE);
+
+/** At most this many cookies of the session's name are tried, in the header's order. */
+export const SESSION_COOKIE_TRIES = 8;
 
 /**
  * public: no credentials; session: a signed-in person (tokens refused);
@@ -65,6 +76,17 @@ const shareRequired = () => new ApiError(403, "share_link_required", "This answe
 
 export function authPlugin(svc: Services, lookup: (method: string, path: string) => RouteAccess | undefined) {
   const publicOrigin = new URL(svc.config.publicUrl).origin;
+  const cookieName = sessionCookieName(svc.config.publicUrl);
+  // A cookie planted beside ours (same name, another domain or path) must not sign the
+  // person out: the first whose signature verifies and names a live session is theirs.
+  const sessionOf = (header: string | undefined) => {
+    for (const signed of readCookies(header, cookieName).slice(0, SESSION_COOKIE_TRIES)) {
+      const value = unsign(signed, svc.cookieSecret);
+      const session = value ? resolveSession(svc.db, value, svc.now()) : null;
+      if (session) return session;
+    }
+    return null;
+  };
   return new Elysia({ name: "sextant/auth" }).derive({ as: "global" }, ({ request, route, headers }) => {
     let resolved: Actor | undefined;
     // Resolved lazily: public routes never read the cookie, so a stale one cannot lock
@@ -102,9 +124,7 @@ export function authPlugin(svc: Services, lookup: (method: string, path: string)
         resolved = { kind: "token", orgId: tok.orgId, tokenId: tok.tokenId };
         return resolved;
       }
-      const signed = readCookie(headers.cookie, SESSION_COOKIE);
-      const value = signed ? unsign(signed, svc.cookieSecret) : null;
-      const session = value ? resolveSession(svc.db, value, svc.now()) : null;
+      const session = sessionOf(headers.cookie);
       if (!session) throw new ApiError(401, "unauthenticated", "Sign in, or send an API token as Authorization: Bearer.");
       if (meta.access === "share") throw shareRequired();
       if (!SAFE_METHODS.has(request.method)) {

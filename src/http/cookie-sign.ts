@@ -20,19 +20,23 @@ export function unsign(signed: string, secret: string): string | null {
   return safeEqual(signed.slice(dot + 1), mac(value, secret)) ? value : null;
 }
 
-/** Reads one cookie from a Cookie header without letting the framework verify anything. */
-export function readCookie(header: string | null | undefined, name: string): string | null {
-  if (!header) return null;
+/**
+ * Every value of one cookie in a Cookie header, in the header's order, without letting the
+ * framework verify anything. A name can come more than once: a sibling subdomain can set a
+ * cookie of the same name for the parent domain or a longer path, and the browser sends it
+ * beside ours, often first. A value that does not decode is left out.
+ */
+export function readCookies(header: string | null | undefined, name: string): string[] {
+  const out: string[] = [];
+  if (!header) return out;
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
-    if (eq === -1) continue;
-    if (part.slice(0, eq).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(eq + 1).trim());
-      } catch {
-        return null;
-      }
+    if (eq === -1 || part.slice(0, eq).trim() !== name) continue;
+    try {
+      out.push(decodeURIComponent(part.slice(eq + 1).trim()));
+    } catch {
+      // Not ours: ours are base64 and a dot.
     }
   }
-  return null;
+  return out;
 }

@@ -8,7 +8,7 @@
 import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Services } from "./context.ts";
-import { SESSION_COOKIE } from "./auth.ts";
+import { sessionCookieName } from "./auth.ts";
 
 export const SPEC_PATH = "/api/v1/openapi.json";
 
@@ -67,7 +67,12 @@ export function openapiDoc(svc: Services, version: string) {
               scheme: "bearer",
               description: "A read-only org API token (sxt_...), or a share link's token (shr_...).",
             },
-            session: { type: "apiKey", in: "cookie", name: SESSION_COOKIE, description: "The dashboard session cookie." },
+            session: {
+              type: "apiKey",
+              in: "cookie",
+              name: sessionCookieName(svc.config.publicUrl),
+              description: "The dashboard session cookie (__Host-sextant_session when the public URL is https).",
+            },
           },
         },
         security: [{ token: [] }, { session: [] }],

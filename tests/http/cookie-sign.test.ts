@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { signCookie, unsignCookie } from "elysia/utils";
-import { readCookie, sign, unsign } from "../../src/http/cookie-sign.ts";
+import { readCookies, sign, unsign } from "../../src/http/cookie-sign.ts";
 
 describe("session cookie signature", () => {
   test("matches Elysia's signed-cookie format both ways", async () => {
@@ -19,9 +19,11 @@ describe("session cookie signature", () => {
     expect(unsign("", "one")).toBeNull();
   });
 
-  test("reads one cookie out of a header", () => {
-    expect(readCookie("a=1; sextant_session=x.y%2Fz; b=2", "sextant_session")).toBe("x.y/z");
-    expect(readCookie("a=1", "sextant_session")).toBeNull();
-    expect(readCookie("sextant_session=%E0%A4%A", "sextant_session")).toBeNull();
+  test("reads every value of one cookie out of a header, in order", () => {
+    expect(readCookies("a=1; sextant_session=x.y%2Fz; b=2", "sextant_session")).toEqual(["x.y/z"]);
+    expect(readCookies("a=1", "sextant_session")).toEqual([]);
+    expect(readCookies("sextant_session=%E0%A4%A", "sextant_session")).toEqual([]);
+    expect(readCookies("sextant_session=one; __Host-sextant_session=h; sextant_session=two", "sextant_session")).toEqual(["one", "two"]);
+    expect(readCookies("sextant_session=one; __Host-sextant_session=h", "__Host-sextant_session")).toEqual(["h"]);
   });
 });

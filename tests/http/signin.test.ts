@@ -20,6 +20,13 @@ const verify = (token: string, headers: Record<string, string> = { "x-requested-
   s.api("/auth/verify", { method: "POST", json: { token }, headers });
 const tokenOf = (link: string) => new URL(link).searchParams.get("token")!;
 
+/** Signs in on a server without SMTP (the link is read from its log); answers POST /auth/verify. */
+async function verifyByLog(t: TestServer, email: string) {
+  await t.api("/auth/magic-link", { method: "POST", json: { email } });
+  const line = t.logs.map((l) => JSON.parse(l) as { link?: string; to?: string }).find((l) => l.to === email && l.link)!;
+  return t.api("/auth/verify", { method: "POST", json: { token: tokenOf(line.link!) }, headers: { "x-requested-with": "t" } });
+}
+
 describe("magic-link sign-in", () => {
   test("a well-formed address gets 202 and a mailed link of the documented form", async () => {
     const res = await s.api("/auth/magic-link", { method: "POST", json: { email: "Ada@Example.com" } });
@@ -260,17 +267,58 @@ describe("sign-in limits and mail failures", () => {
     }
   });
 
-  test("https public URL makes the cookie Secure", async () => {
+  test("https public URL: the cookie is __Host-sextant_session with Secure, Path=/ and no Domain, set and cleared", async () => {
     const t = await startTestServer({ publicUrl: "https://stats.example.com" });
     try {
-      await t.api("/auth/magic-link", { method: "POST", json: { email: "sec@example.com" } });
-      const line = t.logs.map((l) => JSON.parse(l) as { link?: string }).find((l) => l.link)!;
-      const token = new URL(line.link!).searchParams.get("token")!;
-      const ok = await t.api("/auth/verify", { method: "POST", json: { token }, headers: { "x-requested-with": "t" } });
-      expect(ok.headers.get("set-cookie")).toContain("Secure");
+      const set = (await verifyByLog(t, "sec@example.com")).headers.get("set-cookie")!;
+      expect(set).toStartWith("__Host-sextant_session=");
+      const attrs = set
+        .split(";")
+        .slice(1)
+        .map((a) => a.trim().toLowerCase());
+      expect(attrs).toContain("secure");
+      expect(attrs).toContain("path=/");
+      expect(attrs).toContain("httponly");
+      expect(attrs.some((a) => a.startsWith("domain"))).toBe(false);
+      const cookie = set.split(";")[0]!;
+      expect((await t.api("/me", { headers: { cookie } })).status).toBe(200);
+      // The unprefixed name is not read over https.
+      expect((await t.api("/me", { headers: { cookie: cookie.replace("__Host-", "") } })).status).toBe(401);
+      // Logging out clears it with the attributes the prefix needs (a browser ignores it otherwise).
+      const out = await t.api("/auth/logout", { method: "POST", headers: sessionHeaders(cookie) });
+      expect(out.status).toBe(204);
+      const cleared = out.headers.get("set-cookie")!;
+      expect(cleared).toStartWith("__Host-sextant_session=;");
+      expect(cleared).toContain("Max-Age=0");
+      expect(cleared).toContain("Secure");
+      expect(cleared).toContain("Path=/");
     } finally {
       await t.stop();
     }
+  });
+
+  test("a cookie planted beside the session (same name, or the name without __Host-, sent first) does not sign the person out", async () => {
+    const t = await startTestServer({ publicUrl: "https://stats.example.com" });
+    try {
+      const real = (await verifyByLog(t, "planted@example.com")).headers.get("set-cookie")!.split(";")[0]!;
+      const forged = "forged.c2lnbmF0dXJl";
+      for (const cookie of [
+        `sextant_session=${forged}; ${real}`,
+        `__Host-sextant_session=${forged}; ${real}`,
+        `__Host-sextant_session=${forged}; sextant_session=${forged}; ${real}`,
+      ]) {
+        const me = await t.api("/me", { headers: { cookie } });
+        expect(me.status, cookie).toBe(200);
+        expect(((await me.json()) as { user: { email: string } }).user.email).toBe("planted@example.com");
+        expect((await t.api("/orgs", { method: "POST", json: { name: "Still me" }, headers: sessionHeaders(cookie) })).status).toBe(201);
+      }
+    } finally {
+      await t.stop();
+    }
+    // Over http (no prefix there): of two cookies of the name, the one that verifies is read.
+    const cookie = await signIn(s, smtp, "planted-http@example.com");
+    const me = await s.api("/me", { headers: { cookie: `sextant_session=forged.c2lnbmF0dXJl; ${cookie}` } });
+    expect(me.status).toBe(200);
   });
 
   test("invite-only: unknown addresses get 202 but no mail; invited ones can sign in", async () => {

@@ -2,7 +2,7 @@
 
 import { Elysia, t } from "elysia";
 import type { Services } from "../context.ts";
-import { access, SESSION_COOKIE, type AuthPlugin } from "../auth.ts";
+import { access, SESSION_COOKIE, sessionCookieName, type AuthPlugin } from "../auth.ts";
 import { ApiError } from "../errors.ts";
 import { ErrorBody, LinkInfo, LinkRequest, LinkSent, Me, noContent, SessionInfo, VerifyRequest } from "../models.ts";
 import { clientAddress, clientGroup } from "../client.ts";
@@ -16,6 +16,9 @@ const tags = ["auth"];
 
 export function signInRoutes(svc: Services, auth: AuthPlugin) {
   const secure = svc.config.publicUrl.startsWith("https:");
+  // __Host- over https: Secure, Path=/ and no Domain, as the prefix requires (auth.ts).
+  const name = sessionCookieName(svc.config.publicUrl);
+  const attributes = { httpOnly: true, sameSite: "lax", secure, path: "/" } as const;
   return new Elysia({ name: "sextant/routes/signin", prefix: "/api/v1" })
     .use(auth)
     .post(
@@ -44,14 +47,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
           throw new ApiError(403, "missing_header", "Send the X-Requested-With header (a cross-site form cannot).");
         }
         const { user, session } = svc.guard.run(request, () => svc.signIn.verify(body.token));
-        cookie[SESSION_COOKIE]!.set({
-          value: sign(session.token, svc.cookieSecret),
-          httpOnly: true,
-          sameSite: "lax",
-          secure,
-          path: "/",
-          maxAge: SESSION_TTL_MS / 1000,
-        });
+        cookie[name]!.set({ ...attributes, value: sign(session.token, svc.cookieSecret), maxAge: SESSION_TTL_MS / 1000 });
         return { email: user.email };
       },
       {
@@ -62,7 +58,7 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         response: { 200: LinkInfo, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody },
         detail: {
           summary: "Use a sign-in link",
-          description: `Starts a session and sets the ${SESSION_COOKIE} cookie (HttpOnly, SameSite=Lax, 30 days). 404 when the link is unknown, used or expired.`,
+          description: `Starts a session and sets the session cookie (HttpOnly, SameSite=Lax, Path=/, 30 days): __Host-${SESSION_COOKIE} (also Secure, no Domain) when the public URL is https, ${SESSION_COOKIE} otherwise. 404 when the link is unknown, used or expired.`,
           tags,
           ...access("public"),
         },
@@ -73,7 +69,8 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
       ({ auth, cookie }) => {
         const me = auth.user();
         endSession(svc.db, me.userId, me.sessionId, svc.now());
-        cookie[SESSION_COOKIE]!.remove();
+        // The same attributes, or a browser keeps a __Host- cookie (remove() would send none).
+        cookie[name]!.set({ ...attributes, value: "", maxAge: 0, expires: new Date(0) });
         return noContent();
       },
       // 403: an API token (session_required), or the cookie without X-Requested-With (csrf);
