@@ -105,6 +105,23 @@ export class SignIn {
     }
   }
 
+  /**
+   * The address a link signs into, without using it: the page the link opens names it
+   * before Continue, so nobody is signed into another person's account by a link they
+   * were sent. Only Continue (verify) uses the link.
+   */
+  linkInfo(token: string): { email: string } {
+    const { db, now } = this.deps;
+    const t = now();
+    const row = db
+      .query<{ email: string }, [string, number]>(
+        "SELECT email FROM login_links WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?",
+      )
+      .get(sha256(token), t);
+    if (!row || !canSignIn(db, row.email, this.deps.signup, t)) throw linkInvalid();
+    return { email: row.email };
+  }
+
   /** Uses a link: creates the user on first sign-in and starts a session. */
   verify(token: string): { user: UserRow; session: NewSession } {
     const { db, now } = this.deps;
@@ -114,15 +131,15 @@ export class SignIn {
         "UPDATE login_links SET used_at = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ? RETURNING email",
       )
       .get(t, sha256(token), t);
-    if (!row) throw new DomainError("not_found", "link_invalid", "This sign-in link is unknown, used or expired; ask for a new one.");
+    if (!row) throw linkInvalid();
     // Sign-ups may have closed since the link was sent.
-    if (!canSignIn(db, row.email, this.deps.signup, t)) {
-      throw new DomainError("not_found", "link_invalid", "This sign-in link is unknown, used or expired; ask for a new one.");
-    }
+    if (!canSignIn(db, row.email, this.deps.signup, t)) throw linkInvalid();
     const user = ensureUser(db, row.email, t);
     return { user, session: createSession(db, user.id, t) };
   }
 }
+
+const linkInvalid = () => new DomainError("not_found", "link_invalid", "This sign-in link is unknown, used or expired; ask for a new one.");
 
 export interface NewSession {
   id: string;

@@ -1,7 +1,8 @@
 // The pages mailed links open: {public_url}/auth/verify?token=... and
 // {public_url}/invitations/accept?token=.... Kept apart from the dashboard (src/dashboard/):
 // these pages only turn a click into the API call (which needs X-Requested-With, so a
-// link prefetcher cannot burn the token by fetching the page). Each page's one inline
+// link prefetcher cannot burn the token by fetching the page); the sign-in page first names
+// the address the link signs into, read without using the link. Each page's one inline
 // script and style are allowed by their SHA-256 in its Content-Security-Policy (nothing
 // else runs or loads), and no site may frame a page (frame-ancestors 'none').
 
@@ -47,9 +48,16 @@ ${script}
   return { body, csp };
 };
 
+// The address comes first (GET /api/v1/auth/link, which does not use the link): a link
+// someone else asked for and sent would otherwise sign the person into that account.
 const VERIFY = page(
   "Sign in to Sextant",
-  `msg.textContent = "Press Continue to sign in."; go.hidden = false;
+  `fetch("/api/v1/auth/link?token=" + encodeURIComponent(token)).then((r) => r.json()).then((info) => {
+  if (!info.email) { msg.textContent = (info.error && info.error.message) || "That did not work."; return; }
+  const who = document.createElement("strong"); who.textContent = info.email;
+  msg.replaceChildren("You are signing in as ", who, ". If you did not ask for this link, close this page.");
+  go.hidden = false;
+}, () => { msg.textContent = "The server could not be reached; try again."; });
 go.onclick = async () => { go.hidden = true;
   const r = await call("/api/v1/auth/verify", { token });
   if (!r.ok) { msg.textContent = (r.body.error && r.body.error.message) || "That did not work."; return; }

@@ -165,6 +165,7 @@ const emailOf = (p: Principal) => `${p}@example.com`;
 // One entry per endpoint: how to call it on a fresh world, and its success status.
 const CASES: Record<string, Case> = {
   "POST /auth/magic-link": { path: () => "/auth/magic-link", body: (_w, p) => ({ email: `link-${p}@example.com` }), ok: 202 },
+  "GET /auth/link": { path: () => "/auth/link?token=unknown-token", ok: 404 },
   "POST /auth/verify": { path: () => "/auth/verify", body: () => ({ token: "unknown-token" }), ok: 404 },
   "POST /auth/logout": { path: () => "/auth/logout", ok: 204 },
   "GET /me": { path: () => "/me", ok: 200 },

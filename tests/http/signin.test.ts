@@ -193,6 +193,26 @@ describe("magic-link sign-in", () => {
     expect(res.headers.get("content-type")).toContain("text/html");
     expect(await res.text()).toContain("/api/v1/auth/verify");
   });
+
+  test("GET /auth/link names the link's address without using it; only verify uses it", async () => {
+    await s.api("/auth/magic-link", { method: "POST", json: { email: "Named@Example.com" } });
+    const token = tokenOf(await smtp.linkFor("named@example.com", "/auth/verify"));
+    for (let i = 0; i < 2; i++) {
+      const info = await s.api(`/auth/link?token=${encodeURIComponent(token)}`);
+      expect(info.status).toBe(200);
+      expect(await info.json()).toEqual({ email: "named@example.com" });
+    }
+    const ok = await verify(token);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ email: "named@example.com" });
+    const used = await s.api(`/auth/link?token=${encodeURIComponent(token)}`);
+    expect(used.status).toBe(404);
+    expect(await errorCode(used)).toBe("link_invalid");
+    expect(await errorCode(await s.api("/auth/link?token=nope"))).toBe("link_invalid");
+    const missing = await s.api("/auth/link");
+    expect(missing.status).toBe(400);
+    expect(await errorCode(missing)).toBe("invalid_request");
+  });
 });
 
 describe("sign-in limits and mail failures", () => {

@@ -40,6 +40,18 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
         },
       },
     )
+    .get("/auth/link", ({ query, request }) => svc.guard.run(request, () => svc.signIn.linkInfo(query.token)), {
+      query: t.Object({ token: t.String({ minLength: 1, maxLength: 200 }) }),
+      // 429: a client past its allowance of wrong tokens (src/http/guard.ts).
+      response: { 200: LinkInfo, 400: ErrorBody, 404: ErrorBody, 429: ErrorBody },
+      detail: {
+        summary: "Which address a sign-in link signs into",
+        description:
+          "The address of a pending link, without using it: the page the link opens shows it before Continue (POST /auth/verify is what uses the link). 404 link_invalid when the link is unknown, used or expired.",
+        tags,
+        ...access("public"),
+      },
+    })
     .post(
       "/auth/verify",
       ({ body, headers, cookie, request }) => {
