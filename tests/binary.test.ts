@@ -2,7 +2,7 @@
 // empty directory (no node_modules anywhere near), and checks it serves.
 
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { createHmac } from "node:crypto";
 import { join } from "node:path";
 import { spawnSextant } from "./helpers/process.ts";
@@ -26,6 +26,25 @@ describe("compiled executable", () => {
     const runDir = tempDir("sextant-run-");
     copyFileSync(out, join(runDir, "sextant"));
     Bun.spawnSync(["chmod", "+x", join(runDir, "sextant")]);
+    // The command line reads the same inside the executable (node:util parseArgs): a word no
+    // command takes is refused before anything starts, a command's --help is its own.
+    const cli = (...a: string[]) => {
+      const r = Bun.spawnSync([join(runDir, "sextant"), ...a], {
+        cwd: runDir,
+        // Should one start a server after all, on a free port, stopped at the timeout.
+        env: { ...process.env, SEXTANT_HOST: "127.0.0.1", SEXTANT_PORT: "0" },
+        stdin: "ignore",
+        timeout: 15_000,
+      });
+      return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+    };
+    expect(cli("-V")).toEqual({ code: 2, out: "", err: "sextant: unknown option -V (see sextant --help)\n" });
+    expect(cli("serve", "--trust-proxy", "maybe")).toMatchObject({
+      code: 2,
+      err: expect.stringContaining("--trust-proxy must be true or false"),
+    });
+    expect(existsSync(join(runDir, "data"))).toBe(false);
+    expect(cli("backup", "--help")).toMatchObject({ code: 0, out: expect.stringMatching(/^Usage: sextant backup DEST /) });
     const run = (env: Record<string, string> = {}) =>
       spawnSextant([join(runDir, "sextant")], { SEXTANT_DATA_DIR: join(runDir, "data"), ...env }, runDir);
     const p = await run();

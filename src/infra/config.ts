@@ -1,8 +1,9 @@
-// The only reader of environment variables and command-line flags.
+// The only reader of environment variables and command-line flags (their grammar: args.ts).
 // Every option is declared once in OPTIONS (name, env, flag, unit, default, parser);
 // that one list drives parsing, validation, `sextant --help` and the README table
 // (a test checks the README against it).
 
+import { type FlagKind, readWords } from "./args.ts";
 import type { LogFormat } from "./log.ts";
 import { availableParallelism } from "node:os";
 
@@ -70,6 +71,14 @@ function bool(raw: string): boolean | undefined {
   const v = raw.trim().toLowerCase();
   if (["1", "true", "yes", "on"].includes(v)) return true;
   if (["0", "false", "no", "off", ""].includes(v)) return false;
+  return undefined;
+}
+
+/** A boolean flag's word: fewer than a variable takes (no on/off, no empty value). */
+function flagBool(raw: string): boolean | undefined {
+  const v = raw.toLowerCase();
+  if (["1", "true", "yes"].includes(v)) return true;
+  if (["0", "false", "no"].includes(v)) return false;
   return undefined;
 }
 
@@ -171,7 +180,7 @@ export const OPTIONS = [
     unit: "boolean",
     defaultText: "false",
     description: "Take the client address from X-Forwarded-For (set it only behind a reverse proxy).",
-    accepts: "true or false",
+    accepts: "true or false (1 or 0, yes or no)",
     fallback: () => false,
     parse: bool,
   } satisfies Option<"trustProxy">,
@@ -430,12 +439,9 @@ export const OPTIONS = [
 
 const PRICE_ENV = "SEXTANT_STRIPE_PRICE_";
 
-function pricesFromFlags(argv: string[]): Record<string, string> {
+function pricesFromFlags(values: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const raw = a === "--stripe-price" ? argv[i + 1] : a.startsWith("--stripe-price=") ? a.slice("--stripe-price=".length) : undefined;
-    if (raw === undefined) continue;
+  for (const raw of values) {
     const parsed = parsePrice(raw);
     if (!parsed) throw new ConfigError(`--stripe-price must be PLAN_ID=price_id (got ${JSON.stringify(raw)})`);
     Object.assign(out, parsed);
@@ -461,14 +467,16 @@ type AnyOption = Option<keyof Config>;
 
 /**
  * Reads options from flags (first) and environment variables (second), else defaults.
+ * The flags come as words (only option flags) or as a command's words already read
+ * (readWords with OPTION_FLAGS among its flags; flags not options are left to it).
  * `overrides` lets tests and sub-commands set values without touching the process.
  */
 export function loadConfig(
-  argv: string[] = [],
+  argv: readonly string[] | ReadonlyMap<string, readonly string[]> = [],
   env: Record<string, string | undefined> = process.env,
   overrides: Partial<Config> = {},
 ): Config {
-  const flags = parseFlags(argv);
+  const flags = Array.isArray(argv) ? parseFlags(argv) : (argv as ReadonlyMap<string, readonly string[]>);
   const out: Partial<Config> = {};
   for (const opt of OPTIONS as readonly AnyOption[]) {
     if (opt.key in overrides) {
@@ -477,14 +485,15 @@ export function loadConfig(
     }
     if (opt.key === "stripePrices") {
       // One variable per plan, and a flag that may repeat: read apart from the rest.
-      out.stripePrices = { ...pricesFromEnv(env), ...pricesFromFlags(argv) };
+      out.stripePrices = { ...pricesFromEnv(env), ...pricesFromFlags(flags.get(opt.flag) ?? []) };
       continue;
     }
-    const fromFlag = flags.get(opt.flag);
+    // Given twice, the last one counts.
+    const fromFlag = flags.get(opt.flag)?.at(-1);
     const raw = fromFlag ?? env[opt.env];
     const source = fromFlag !== undefined ? opt.flag : opt.env;
     if (raw === undefined || (fromFlag === undefined && raw === "")) continue;
-    const value = opt.parse(raw);
+    const value = fromFlag !== undefined && opt.parse === bool ? flagBool(fromFlag) : opt.parse(raw);
     if (value === undefined) {
       throw new ConfigError(`${source} must be ${opt.accepts} (got ${JSON.stringify(raw)})`);
     }
@@ -496,29 +505,14 @@ export function loadConfig(
   return out as Config;
 }
 
-const KNOWN_FLAGS = new Set((OPTIONS as readonly AnyOption[]).map((o) => o.flag));
+/** Every option's flag and what it takes: a boolean option's flag may stand alone. */
+export const OPTION_FLAGS: ReadonlyMap<string, FlagKind> = new Map(
+  (OPTIONS as readonly AnyOption[]).map((o) => [o.flag, o.parse === bool ? "boolean" : "value"]),
+);
 
-/** `--port 80`, `--port=80`; a boolean flag alone (`--trust-proxy`) means true. */
-export function parseFlags(argv: string[]): Map<string, string> {
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (!arg.startsWith("--")) continue;
-    const eq = arg.indexOf("=");
-    const name = eq === -1 ? arg : arg.slice(0, eq);
-    if (!KNOWN_FLAGS.has(name)) throw new ConfigError(`unknown option ${name} (see sextant --help)`);
-    if (eq !== -1) {
-      flags.set(name, arg.slice(eq + 1));
-    } else if (name === "--trust-proxy") {
-      flags.set(name, "true");
-    } else {
-      const next = argv[i + 1];
-      if (next === undefined || next.startsWith("--")) throw new ConfigError(`${name} needs a value`);
-      flags.set(name, next);
-      i++;
-    }
-  }
-  return flags;
+/** Option flags alone, no operands: `--port 80`, `--port=80`, `--trust-proxy [WORD]`. */
+export function parseFlags(argv: readonly string[]): Map<string, string[]> {
+  return readWords(argv, { flags: OPTION_FLAGS, operands: 0, help: "sextant --help" }).flags;
 }
 
 /** The option table as Markdown rows, for `--help` and the README check. */

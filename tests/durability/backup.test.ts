@@ -427,9 +427,9 @@ describe("sextant backup", () => {
     writeFileSync(join(root, "newer", "sextant.db"), "");
     writeFileSync(join(root, "newer", "FORMAT"), "999\n");
     const cases: [string[], RegExp][] = [
-      [["backup"], /usage: sextant backup DEST \[--incremental\] \(DEST is missing\)/],
-      [["backup", "a", "b"], /usage: sextant backup DEST \[--incremental\] \(unexpected "b"\)/],
-      [["restore"], /usage: sextant restore SRC \[--force\] \(SRC is missing\)/],
+      [["backup"], /usage: sextant backup DEST \[--incremental\] \[options\] \(DEST is missing\)/],
+      [["backup", "a", "b"], /unexpected argument "b" \(see sextant backup --help\)/],
+      [["restore"], /usage: sextant restore SRC \[--force\] \[options\] \(SRC is missing\)/],
       [["backup", join(dir, "inside"), "--data-dir", dir], /the backup's destination .* is inside the data directory/],
       [["backup", root, "--data-dir", dir], /the data directory .* is inside the backup's destination/],
       [["backup", join(root, "x"), "--incremental=yes", "--data-dir", dir], /--incremental takes no value/],

@@ -48,6 +48,43 @@ describe("config", () => {
   test("unknown flags and missing values are refused", () => {
     expect(() => loadConfig(["--prot", "1"], {})).toThrow("unknown option --prot");
     expect(() => loadConfig(["--port"], {})).toThrow("--port needs a value");
+    expect(() => loadConfig(["--port", "--host", "x"], {})).toThrow("--port needs a value");
+  });
+
+  test("a boolean flag takes true/false/1/0/yes/no, as the next word or after =; alone it means true", () => {
+    const trust = (argv: string[], env: Record<string, string> = {}) => loadConfig(argv, env).trustProxy;
+    for (const word of ["false", "0", "no", "FALSE"]) {
+      expect(trust(["--trust-proxy", word], { SEXTANT_TRUST_PROXY: "true" })).toBe(false);
+      expect(trust([`--trust-proxy=${word}`], { SEXTANT_TRUST_PROXY: "true" })).toBe(false);
+    }
+    for (const word of ["true", "1", "yes"]) {
+      expect(trust(["--trust-proxy", word])).toBe(true);
+      expect(trust([`--trust-proxy=${word}`])).toBe(true);
+    }
+    expect(trust(["--trust-proxy"])).toBe(true);
+    expect(trust(["--trust-proxy", "--port", "1"])).toBe(true);
+    // The word after it is its value, whatever it is: a wrong one is refused, not skipped.
+    for (const argv of [["--trust-proxy", "maybe"], ["--trust-proxy=on"], ["--trust-proxy="]]) {
+      const raw = argv[1] ?? argv[0]!.slice("--trust-proxy=".length);
+      expect(() => loadConfig(argv, {})).toThrow(
+        new ConfigError(`--trust-proxy must be true or false (1 or 0, yes or no) (got ${JSON.stringify(raw)})`),
+      );
+    }
+    // The variable keeps its own reading (on/off and empty too).
+    expect(trust([], { SEXTANT_TRUST_PROXY: "on" })).toBe(true);
+    expect(trust([], { SEXTANT_TRUST_PROXY: "off" })).toBe(false);
+  });
+
+  test("words no option takes and short flags are refused", () => {
+    expect(() => loadConfig(["serve"], {})).toThrow('unexpected argument "serve"');
+    expect(() => loadConfig(["-p", "80"], {})).toThrow("unknown option -p");
+    expect(() => loadConfig(["--port", "80", "-V"], {})).toThrow("unknown option -V");
+  });
+
+  test("--stripe-price may repeat; every other flag given twice takes the last", () => {
+    const c = loadConfig(["--stripe-price", "starter=price_1", "--port", "1", "--stripe-price=pro=price_2", "--port=2"], {});
+    expect(c.stripePrices).toEqual({ starter: "price_1", pro: "price_2" });
+    expect(c.port).toBe(2);
   });
 
   test("README's option table is the one the code declares (npm run docs regenerates it)", () => {
