@@ -7,6 +7,10 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { cpus, totalmem } from "node:os";
 import { basename, join } from "node:path";
 import { gzipSync } from "node:zlib";
+import type { Database } from "bun:sqlite";
+import { ensureUser } from "../src/domain/users.ts";
+import { createOrg } from "../src/domain/orgs.ts";
+import { createApp } from "../src/domain/apps.ts";
 
 export const ROOT = join(import.meta.dir, "..");
 
@@ -201,4 +205,30 @@ export function writeBatchFile(file: string, devices: number, now = Date.now()):
   writeFileSync(file, Buffer.concat(bodies));
   let offset = 0;
   writeFileSync(`${file}.idx`, bodies.map((b) => `${offset} ${(((offset += b.length)), b.length)}`).join("\n") + "\n");
+}
+
+/** A user, an org and an app of it in `db`, through the domain functions. */
+export function benchOrgApp(db: Database) {
+  const user = ensureUser(db, "bench@example.com", Date.now());
+  const { id: orgId } = createOrg(db, user.id, "Bench", Date.now());
+  const app = createApp(
+    db,
+    { kind: "user" as const, userId: user.id, sessionId: "" },
+    { org_id: orgId, kind: "app", name: "App" },
+    Date.now(),
+  );
+  return { user, orgId, app };
+}
+
+/**
+ * An app of a new org in `dir`, made on a server of this tree started and stopped for it
+ * (a `sextant serve` process then opens the directory).
+ */
+export async function benchApp(dir: string): Promise<{ appId: number; key: string }> {
+  const { loadConfig } = await import("../src/infra/config.ts");
+  const { startServer } = await import("../src/server/server.ts");
+  const srv = await startServer(loadConfig([], {}, { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent" }), { autoSchedule: false });
+  const { app } = benchOrgApp(srv.services.db);
+  await srv.stop();
+  return { appId: app.app.id, key: app.key };
 }

@@ -10,12 +10,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { batchBodies } from "./lib.ts";
+import { batchBodies, benchOrgApp } from "./lib.ts";
 import { loadConfig } from "../src/infra/config.ts";
 import { startServer } from "../src/server/server.ts";
-import { ensureUser } from "../src/domain/users.ts";
-import { createOrg } from "../src/domain/orgs.ts";
-import { createApp } from "../src/domain/apps.ts";
 import { Histogram, IngestMetrics, LATENCY_BUCKETS } from "../src/infra/metrics.ts";
 import { ingestHandlers } from "../src/http/ingest.ts";
 
@@ -73,15 +70,7 @@ writeFileSync(plansFile, JSON.stringify([{ id: "free", events_per_month: 100_000
 const srv = await startServer(loadConfig([], {}, { dataDir: dir, port: 0, host: "127.0.0.1", log: "silent", plansFile }), {
   autoSchedule: false,
 });
-const db = srv.services.db;
-const user = ensureUser(db, "bench@example.com", Date.now());
-const { id: orgId } = createOrg(db, user.id, "Bench", Date.now());
-const app = createApp(
-  db,
-  { kind: "user" as const, userId: user.id, sessionId: "" },
-  { org_id: orgId, kind: "app", name: "App" },
-  Date.now(),
-);
+const { app } = benchOrgApp(srv.services.db);
 const bodies = batchBodies(500, Date.now());
 const handlers = ingestHandlers(srv.services);
 let seq = 0;

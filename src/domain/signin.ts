@@ -57,9 +57,10 @@ export class SignIn {
    * Sends a sign-in link when the address may sign in. The answer is the same whether or
    * not it may (no account enumeration); only malformed input and rate limits differ, and
    * with open sign-up (where every address may sign in, so nothing is revealed) a mail
-   * server that refuses the address (400) or fails (503).
+   * server that refuses the address (400) or fails (503). `clientKey`: the requesting
+   * client's key (src/util/client-key.ts), a hash of its network.
    */
-  async requestLink(rawEmail: string, clientKey: string): Promise<void> {
+  async requestLink(rawEmail: string, clientKey: number): Promise<void> {
     const email = normalizeEmail(rawEmail);
     if (!email) throw new DomainError("invalid", "invalid_email", "That is not a valid mail address.");
     const wait = Math.max(this.perClient.take(clientKey), this.perAddress.take(sha256(`${email}\n${clientKey}`)));

@@ -1,7 +1,9 @@
 // The client's network address, known only to the listener. Used in memory for rate
-// limits and (later) the daily visitor hash; never stored or logged.
+// limits (through clientKey, a hash of the client's network) and the daily visitor hash;
+// never stored or logged.
 
 import type { Config } from "../infra/config.ts";
+import { clientKey } from "../util/client-key.ts";
 
 const addresses = new WeakMap<Request, string>();
 
@@ -42,22 +44,5 @@ export function addressFrom(
   return server.requestIP(req)?.address ?? "unknown";
 }
 
-/**
- * The client a limit counts: an IPv4 address, or an IPv6 address's /64 (one subscriber's
- * network: anyone holding one holds all of its addresses, so per address would be no limit).
- */
-export function clientGroup(address: string): string {
-  if (!address.includes(":")) return address;
-  const zone = address.indexOf("%");
-  const a = (zone >= 0 ? address.slice(0, zone) : address).toLowerCase();
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (mapped) return mapped[1]!;
-  const [head = "", tail = ""] = a.split("::");
-  const h = head ? head.split(":") : [];
-  const t = a.includes("::") ? (tail ? tail.split(":") : []) : [];
-  const groups = a.includes("::") ? [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill("0"), ...t] : h;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ""))
-    .join(":")}::/64`;
-}
+/** The key every per-client limit of the API counts this request's client under (src/util/client-key.ts). */
+export const requestClientKey = (req: Request, config: Pick<Config, "trustProxy">): number => clientKey(clientAddress(req, config));

@@ -1,6 +1,6 @@
 // Brute-force guard for secrets sent by clients: API tokens, sign-in link tokens,
 // invitation tokens and export download tokens. Failures are counted per client (keyed
-// by a hash of its address, never the address itself); past the allowance every further
+// by a hash of its network, clientKey: never the address itself); past the allowance every further
 // try from that client answers 429 before the secret is even looked at, so a guess that
 // happens to be right is not revealed either. Tokens carry 256 bits, so this is defence in
 // depth, and it keeps a guessing client from loading the database.
@@ -8,8 +8,7 @@
 import type { Config } from "../infra/config.ts";
 import { DomainError } from "../model/errors.ts";
 import { RateLimiter } from "../util/rate-limit.ts";
-import { sha256 } from "../util/secrets.ts";
-import { clientAddress, clientGroup } from "./client.ts";
+import { requestClientKey } from "./client.ts";
 import { ApiError } from "./errors.ts";
 
 /** 20 failures at once, then one more every 6 seconds (10 a minute). */
@@ -26,7 +25,7 @@ export class SecretGuard {
   }
 
   private key(req: Request) {
-    return sha256(clientGroup(clientAddress(req, this.config)));
+    return requestClientKey(req, this.config);
   }
 
   /** Throws 429 when this client has used up its failures. */

@@ -7,6 +7,7 @@ import { Elysia, t } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Services } from "./context.ts";
 import { clientAddress } from "./client.ts";
+import { clientKey } from "../util/client-key.ts";
 import { ErrorBody } from "./models.ts";
 import { ApiError, domainErrorResponse, errorResponse } from "./errors.ts";
 import { DomainError } from "../model/errors.ts";
@@ -86,13 +87,13 @@ export function ingestHandlers(svc: Services) {
       if (endpoint === "web") m.events.web[outcome]++;
     } else if (e instanceof DomainError && e.kind === "unavailable") m.unavailable[endpoint]++;
   };
-  // Checked before the body is read: a refusal must cost next to nothing. One client may
-  // hold at most an eighth of the slots (shed.ts), so a few slow uploads cannot take them
-  // all; past that share the client is over its rate, not the service over capacity: 429
+  // Checked before the body is read: a refusal must cost next to nothing. One client (a
+  // network: an IPv6 /64, an IPv4 address) may hold at most an eighth of the slots
+  // (shed.ts), so a few slow uploads cannot take them all; past that share the client is over its rate, not the service over capacity: 429
   // rate_limited, as the spec answers a client over its rate. 503 overloaded is the
   // service's own overload. Both carry Retry-After.
-  const overloaded = (address: string, appKey?: string | null): Response | null => {
-    const why = ingest.shedder.reason(address);
+  const overloaded = (client: number, appKey?: string | null): Response | null => {
+    const why = ingest.shedder.reason(client);
     if (!why) return null;
     const wait = ingest.shedder.refuse(why);
     if (why === "client_share") {
@@ -102,7 +103,7 @@ export function ingestHandlers(svc: Services) {
       return errorResponse(
         429,
         "rate_limited",
-        "Too many requests from this address at once; wait for the answers, then retry after the delay.",
+        "Too many requests from this network at once; wait for the answers, then retry after the delay.",
         {
           "retry-after": String(wait),
         },
@@ -112,10 +113,10 @@ export function ingestHandlers(svc: Services) {
       "retry-after": String(wait),
     });
   };
-  const batchAnswer = async (req: Request, address: string): Promise<Response> => {
-    const shed = overloaded(address, h(req, "x-app-key"));
+  const batchAnswer = async (req: Request, address: string, client: number): Promise<Response> => {
+    const shed = overloaded(client, h(req, "x-app-key"));
     if (shed) return shed;
-    ingest.shedder.enter(address);
+    ingest.shedder.enter(client);
     try {
       const encoding = (h(req, "content-encoding") ?? "").trim().toLowerCase();
       const ans = await ingest.batch({
@@ -127,25 +128,29 @@ export function ingestHandlers(svc: Services) {
         countryHeader: config.trustProxy ? (h(req, "cf-ipcountry") ?? h(req, "x-sextant-country")) : null,
         body: new Uint8Array(await req.arrayBuffer()),
         address,
+        client,
       });
       return Response.json(ans);
     } catch (e) {
       refused("batch", e);
       return fail(e);
     } finally {
-      ingest.shedder.leave(address);
+      ingest.shedder.leave(client);
     }
   };
+  // Where a request enters: its address becomes its client key here, once, and every
+  // per-client limit (the shedder's share, the request steps' rates) counts that key. The
+  // address itself goes on only for the visitor hash and the country.
   return {
     async batch(req: Request, address: string): Promise<Response> {
       const t0 = performance.now();
-      const res = batchCors(req, await batchAnswer(req, address));
+      const res = batchCors(req, await batchAnswer(req, address, clientKey(address)));
       m.latency.batch.observe((performance.now() - t0) / 1000);
       return res;
     },
     async web(req: Request, address: string): Promise<Response> {
       const t0 = performance.now();
-      const res = await webAnswer(req, address);
+      const res = await webAnswer(req, address, clientKey(address));
       m.latency.web.observe((performance.now() - t0) / 1000);
       return res;
     },
@@ -160,10 +165,10 @@ export function ingestHandlers(svc: Services) {
       });
     },
   };
-  async function webAnswer(req: Request, address: string): Promise<Response> {
-    const shed = overloaded(address);
+  async function webAnswer(req: Request, address: string, client: number): Promise<Response> {
+    const shed = overloaded(client);
     if (shed) return shed;
-    ingest.shedder.enter(address);
+    ingest.shedder.enter(client);
     try {
       // text() is the cheapest way Bun hands over a small body (less CPU per request
       // than arrayBuffer()); the log record re-encodes it.
@@ -172,6 +177,7 @@ export function ingestHandlers(svc: Services) {
         origin: h(req, "origin"),
         userAgent: h(req, "user-agent") ?? "",
         address,
+        client,
         forwardedFor: h(req, "x-forwarded-for"),
         forwardingSecret: h(req, "x-sextant-forwarding-secret"),
         countryHeader: h(req, "cf-ipcountry") ?? h(req, "x-sextant-country"),
@@ -185,7 +191,7 @@ export function ingestHandlers(svc: Services) {
       refused("web", e);
       return fail(e);
     } finally {
-      ingest.shedder.leave(address);
+      ingest.shedder.leave(client);
     }
   }
 }

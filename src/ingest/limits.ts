@@ -1,6 +1,7 @@
-// The request rates ingest allows: per client address (spec, Limits: batches 10/s with
-// bursts of 20, web events 30/s with 60), per sender of requests that claim a proxy, and per
-// key in events, in proportion to the plan.
+// The request rates ingest allows: per client (spec, Limits: batches 10/s with bursts of 20,
+// web events 30/s with 60), per sender of requests that claim a proxy, and per key in events,
+// in proportion to the plan. A client is its network, keyed by clientKey
+// (src/util/client-key.ts): an IPv6 /64 is one client, whatever address of it is used.
 
 import { RateLimiter, type BucketSpec } from "../util/rate-limit.ts";
 
@@ -36,6 +37,3 @@ export function keySpec(eventsPerMonth: number): BucketSpec {
   }
   return spec;
 }
-
-/** Rate-limit keys derive from the address through a hash: memory holds no raw address. */
-export const clientKey = (address: string) => Bun.hash.xxHash32(address);

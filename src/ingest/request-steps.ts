@@ -16,7 +16,8 @@ import { countryFromHeader, countryOf, parseAgent, type AgentInfo } from "./enri
 import { type GzipError, inflateBatch } from "./gzip.ts";
 import { parseBatch, parseWebEvent, webEvent, type ParsedBatch, type WebEventBody } from "./pipeline.ts";
 import { answerKey } from "./answer-runs.ts";
-import { clientKey, keySpec } from "./limits.ts";
+import { clientKey } from "../util/client-key.ts";
+import { keySpec } from "./limits.ts";
 import { lastForwarded, originAllowed, pageHostAllowed } from "./origins.ts";
 import { IngestError, MAX_BATCH_BYTES, MAX_WEB_BYTES, refuse, type BatchAnswer, type BatchRequest, type WebRequest } from "./requests.ts";
 
@@ -71,11 +72,11 @@ export const BATCH_REQUEST_STEPS: [string, BatchStep][] = [
   [
     "address_rate",
     (r, c) => {
-      const wait = c.limits.batchClients.take(clientKey(r.req.address));
+      const wait = c.limits.batchClients.take(r.req.client);
       if (wait > 0) {
         // Only a key already in the cache counts: a refusal never costs a database lookup.
         c.countCachedKey(r.req.key, r.now, "rate_limited");
-        return refuse("rate_limited", "rate_limited", "Too many batches from this address; retry after the delay.", wait);
+        return refuse("rate_limited", "rate_limited", "Too many batches from this network; retry after the delay.", wait);
       }
       return null;
     },
@@ -227,7 +228,7 @@ export function runBatchSteps(r: BatchCheck, c: IngestCore): IngestError | "dupl
 export interface WebCheck {
   readonly req: WebRequest;
   readonly now: number;
-  /** Rate-limit key of the socket's peer (clientKey). */
+  /** Rate-limit key of the sender: the socket's peer, or the trusted proxy's entry (req.client). */
   sender: number;
   /** The request claims a site's proxy (it carries a forwarding secret). */
   readonly proxied: boolean;
@@ -273,23 +274,23 @@ export const WEB_REQUEST_STEPS: [string, WebStep][] = [
   [
     "address_rate",
     (r, c) => {
-      // The per-address limit applies to the visitor's address. Through a site's proxy that
+      // The per-client limit applies to the visitor's network. Through a site's proxy that
       // is known only once the secret checks out ("visitor_rate"); every other request is
       // limited here, before its body is parsed. A request that claims a proxy is charged to
       // its sender only when it is refused before its secret checks out, so a made-up secret
       // cannot buy an unlimited stream of parses and key lookups, while a working proxy is
       // never slowed by the sum of its visitors:
-      //  - a wrong secret, at the per-address rate (a proxy with the right one never has it);
+      //  - a wrong secret, at the per-client rate (a proxy with the right one never has it);
       //  - a refusal caused by the body (not JSON, unknown key), which a proxy passes on from
       //    its visitors as sent, at ten times that rate, so that one visitor's junk sent
       //    through a site's own proxy must be heavy to crowd out the others, and stops when
       //    it stops.
       const l = c.limits;
-      r.sender = clientKey(r.req.address);
+      r.sender = r.req.client;
       const wait = r.proxied ? Math.max(l.proxyRefusals.peek(r.sender), l.proxyBodyRefusals.peek(r.sender)) : l.webClients.take(r.sender);
       if (wait > 0) {
         c.countWebKey(r.req.body, r.now, "rate_limited");
-        return refuse("rate_limited", "rate_limited", "Too many events from this address.", wait);
+        return refuse("rate_limited", "rate_limited", "Too many events from this network.", wait);
       }
       r.senderPays = r.proxied;
       return null;
@@ -360,10 +361,11 @@ export const WEB_REQUEST_STEPS: [string, WebStep][] = [
     "visitor_rate",
     (r, c) => {
       if (!r.proxied) return null;
+      // The visitor's address is known only now: its key comes from the same function as req.client.
       const wait = c.limits.webClients.take(clientKey(r.address));
       if (wait > 0) {
         c.count(r.app, r.now, "rate_limited");
-        return refuse("rate_limited", "rate_limited", "Too many events from this address.", wait);
+        return refuse("rate_limited", "rate_limited", "Too many events from this network.", wait);
       }
       return null;
     },

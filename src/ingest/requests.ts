@@ -17,7 +17,10 @@ export interface BatchRequest {
   /** CF-IPCountry or X-Sextant-Country, passed only when the server trusts its proxy. */
   countryHeader?: string | null;
   body: Uint8Array;
+  /** The client's address: for the visitor hash and the country, never a limit's key. */
   address: string;
+  /** The client's key for every per-client limit (src/util/client-key.ts: a hash of its network). */
+  client: number;
 }
 
 export interface BatchAnswer {
@@ -32,6 +35,8 @@ export interface WebRequest {
   userAgent: string;
   /** The socket's address, or the proxy's X-Forwarded-For entry when the proxy is trusted. */
   address: string;
+  /** That address's client key for the per-client limits (src/util/client-key.ts: a hash of its network). */
+  client: number;
   forwardedFor: string | null;
   forwardingSecret: string | null;
   countryHeader: string | null;

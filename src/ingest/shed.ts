@@ -9,7 +9,9 @@
 //  - resident memory over the bound (SEXTANT_MEMORY_MB plus the runtime's own share).
 // Those three are the service's own overload (503). One client holding more than its share
 // of the in-flight slots is not: the service is fine, that client is over its rate, which
-// the spec answers with 429 and Retry-After (reason "client_share").
+// the spec answers with 429 and Retry-After (reason "client_share"). A client is its
+// network, by the key every per-client limit uses (src/util/client-key.ts), so the many
+// addresses of one IPv6 /64 share one share.
 
 import { fullGC } from "bun:jsc";
 
@@ -31,8 +33,8 @@ export interface ShedOptions {
 const URGENT_MARGIN = 64 * 1024 * 1024;
 
 export class LoadShedder {
-  /** Ingest requests being handled, per client address (memory only, never logged). */
-  private perClient = new Map<string, number>();
+  /** Ingest requests being handled, per client key (a hash of the network: no address held). */
+  private perClient = new Map<number, number>();
   private lagMs = 0;
   private prevLagMs = 0;
   private rss = 0;
@@ -154,16 +156,17 @@ export class LoadShedder {
     this.timer = null;
   }
 
-  enter(address: string): void {
+  /** `client`: the request's client key (src/util/client-key.ts). */
+  enter(client: number): void {
     this.inFlight++;
-    this.perClient.set(address, (this.perClient.get(address) ?? 0) + 1);
+    this.perClient.set(client, (this.perClient.get(client) ?? 0) + 1);
   }
 
-  leave(address: string): void {
+  leave(client: number): void {
     this.inFlight--;
-    const n = (this.perClient.get(address) ?? 1) - 1;
-    if (n <= 0) this.perClient.delete(address);
-    else this.perClient.set(address, n);
+    const n = (this.perClient.get(client) ?? 1) - 1;
+    if (n <= 0) this.perClient.delete(client);
+    else this.perClient.set(client, n);
   }
 
   /**
@@ -171,12 +174,12 @@ export class LoadShedder {
    * for everyone); then "client_share": this client already holds an eighth of the slots,
    * so a few slow or greedy clients cannot take them all (429 for that client alone).
    */
-  reason(address?: string): ShedReason | "client_share" | null {
+  reason(client?: number): ShedReason | "client_share" | null {
     if (this.inFlight >= this.o.maxInFlight) return "in_flight";
     // Two late ticks in a row: sustained queueing, not one long pause (a GC, a big query).
     if (this.lagMs > this.o.maxLagMs && this.prevLagMs > this.o.maxLagMs) return "lag";
     if (this.rss > this.o.maxRssBytes) return "memory";
-    if (address !== undefined && (this.perClient.get(address) ?? 0) >= Math.max(1, this.o.maxInFlight >> 3)) return "client_share";
+    if (client !== undefined && (this.perClient.get(client) ?? 0) >= Math.max(1, this.o.maxInFlight >> 3)) return "client_share";
     return null;
   }
 

@@ -81,10 +81,27 @@ export function sendWeb(baseUrl: string, body: unknown, headers: Record<string, 
 /**
  * Opens a batch upload over a raw socket from `client` (X-Forwarded-For: the server must
  * trust it) that sends its headers and the first byte of a 1,000-byte body, then stalls:
- * the request holds one of ingest's in-flight slots until the socket is ended.
+ * the request holds one of ingest's in-flight slots until the socket is ended, unless the
+ * server answers before reading the body (then `answered` is told the status).
  */
-export async function stalledUpload(baseUrl: string, key: string, client: string): Promise<import("bun").Socket> {
-  const sock = await Bun.connect({ hostname: "127.0.0.1", port: Number(new URL(baseUrl).port), socket: { data() {}, error() {} } });
+export async function stalledUpload(
+  baseUrl: string,
+  key: string,
+  client: string,
+  answered?: (status: number) => void,
+): Promise<import("bun").Socket> {
+  let head = "";
+  let told = false;
+  const data = (_: unknown, chunk: Buffer) => {
+    if (!answered || told) return;
+    head += chunk.toString("latin1");
+    const status = /^HTTP\/1\.1 (\d{3}) /.exec(head);
+    if (status) {
+      told = true;
+      answered(Number(status[1]));
+    }
+  };
+  const sock = await Bun.connect({ hostname: "127.0.0.1", port: Number(new URL(baseUrl).port), socket: { data, error() {} } });
   sock.write(
     `POST /v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-App-Key: ${key}\r\n` +
       `X-Batch-Id: ${crypto.randomUUID()}\r\nX-Forwarded-For: ${client}\r\nContent-Length: 1000\r\n\r\n{`,

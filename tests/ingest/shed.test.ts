@@ -10,6 +10,7 @@
 
 import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { LoadShedder, type ShedOptions } from "../../src/ingest/shed.ts";
+import { clientKey } from "../../src/util/client-key.ts";
 import { waitFor } from "../helpers/wait.ts";
 
 const MIB = 1024 * 1024;
@@ -58,21 +59,21 @@ describe("LoadShedder rules and their answers", () => {
   test("requests in flight: at the bound every client is refused (in_flight, Retry-After 1); one leaving makes room", () => {
     // 16 slots: a client's share is 2, so 8 clients fill them without any passing its share.
     const s = make({ maxInFlight: 16 });
-    const clients = Array.from({ length: 8 }, (_, i) => `198.51.100.${i + 1}`);
+    const clients = Array.from({ length: 8 }, (_, i) => clientKey(`198.51.100.${i + 1}`));
     for (const c of clients) s.enter(c);
     for (const c of clients.slice(0, 7)) s.enter(c);
     expect(s.inFlight).toBe(15);
-    expect(s.reason("203.0.113.1")).toBeNull();
+    expect(s.reason(clientKey("203.0.113.1"))).toBeNull();
     s.enter(clients[7]!);
     expect(s.inFlight).toBe(16);
     // A newcomer and a client with room in its share alike: the service is full.
-    expect(s.reason("203.0.113.1")).toBe("in_flight");
+    expect(s.reason(clientKey("203.0.113.1"))).toBe("in_flight");
     expect(s.reason()).toBe("in_flight");
     expect(s.refuse("in_flight")).toBe(1);
     expect(s.shed).toEqual({ lag: 0, in_flight: 1, memory: 0 });
     expect(s.clientShareRefused).toBe(0);
     s.leave(clients[0]!);
-    expect(s.reason("203.0.113.1")).toBeNull();
+    expect(s.reason(clientKey("203.0.113.1"))).toBeNull();
     for (const c of clients) s.leave(c);
     for (const c of clients.slice(1, 8)) s.leave(c);
     expect(s.inFlight).toBe(0);
@@ -80,13 +81,13 @@ describe("LoadShedder rules and their answers", () => {
 
   test("one client's share: an eighth of the slots; past it that client alone is refused (client_share, Retry-After 1), not counted as shedding", () => {
     const s = make({ maxInFlight: 64 });
-    const greedy = "198.51.100.7";
+    const greedy = clientKey("198.51.100.7");
     for (let i = 0; i < 7; i++) s.enter(greedy);
     expect(s.reason(greedy)).toBeNull();
     s.enter(greedy);
     expect(s.reason(greedy)).toBe("client_share");
     // Others are served; without an address there is no share to hold.
-    expect(s.reason("198.51.100.8")).toBeNull();
+    expect(s.reason(clientKey("198.51.100.8"))).toBeNull();
     expect(s.reason()).toBeNull();
     expect(s.refuse("client_share")).toBe(1);
     expect(s.clientShareRefused).toBe(1);
@@ -98,7 +99,7 @@ describe("LoadShedder rules and their answers", () => {
     expect(small.reason(greedy)).toBeNull();
     small.enter(greedy);
     expect(small.reason(greedy)).toBe("client_share");
-    expect(small.reason("198.51.100.8")).toBeNull();
+    expect(small.reason(clientKey("198.51.100.8"))).toBeNull();
   });
 
   test("memory: resident memory past the bound sheds everyone (memory, Retry-After 5) until it is back under", async () => {
@@ -110,25 +111,25 @@ describe("LoadShedder rules and their answers", () => {
       const s = make({ maxRssBytes: 200 * MIB });
       const c = startCounted(s);
       await checks(c, 1);
-      expect(s.reason("198.51.100.1")).toBeNull();
+      expect(s.reason(clientKey("198.51.100.1"))).toBeNull();
       rss = 201 * MIB;
       await checks(c, 1);
-      expect(s.reason("198.51.100.1")).toBe("memory");
+      expect(s.reason(clientKey("198.51.100.1"))).toBe("memory");
       expect(s.reason()).toBe("memory");
       expect(s.refuse("memory")).toBe(5);
       expect(s.shed).toEqual({ lag: 0, in_flight: 0, memory: 1 });
       // The service's own overload comes before a client's share: a 503 for all, not a 429.
-      for (let i = 0; i < 2; i++) s.enter("198.51.100.2");
-      expect(s.reason("198.51.100.2")).toBe("memory");
+      for (let i = 0; i < 2; i++) s.enter(clientKey("198.51.100.2"));
+      expect(s.reason(clientKey("198.51.100.2"))).toBe("memory");
       // Requests in flight come first of all.
-      for (let i = 0; i < 14; i++) s.enter(`198.51.100.${10 + i}`);
-      expect(s.reason("198.51.100.1")).toBe("in_flight");
-      for (let i = 0; i < 14; i++) s.leave(`198.51.100.${10 + i}`);
-      for (let i = 0; i < 2; i++) s.leave("198.51.100.2");
+      for (let i = 0; i < 14; i++) s.enter(clientKey(`198.51.100.${10 + i}`));
+      expect(s.reason(clientKey("198.51.100.1"))).toBe("in_flight");
+      for (let i = 0; i < 14; i++) s.leave(clientKey(`198.51.100.${10 + i}`));
+      for (let i = 0; i < 2; i++) s.leave(clientKey("198.51.100.2"));
       // Back under the bound: the next check clears it.
       rss = 120 * MIB;
       await checks(c, 1);
-      expect(s.reason("198.51.100.1")).toBeNull();
+      expect(s.reason(clientKey("198.51.100.1"))).toBeNull();
     } finally {
       spy.mockRestore();
     }
@@ -145,21 +146,21 @@ describe("LoadShedder rules and their answers", () => {
     hog(200);
     await checks(c, 1);
     expect(s.takeLag().latestMs).toBeGreaterThan(40);
-    expect(s.reason("198.51.100.1")).toBeNull();
+    expect(s.reason(clientKey("198.51.100.1"))).toBeNull();
     // Sustained: the loop hogged again and again, each check late.
     let rounds = 0;
-    while (s.reason("198.51.100.1") !== "lag" && rounds < 20) {
+    while (s.reason(clientKey("198.51.100.1")) !== "lag" && rounds < 20) {
       hog(200);
       await checks(c, 1);
       rounds++;
     }
-    expect(s.reason("198.51.100.1")).toBe("lag");
+    expect(s.reason(clientKey("198.51.100.1"))).toBe("lag");
     expect(s.reason()).toBe("lag");
     expect(s.refuse("lag")).toBe(1);
     expect(s.shed).toEqual({ lag: 1, in_flight: 0, memory: 0 });
     // The loop free again: no averaging over past checks, the first check on time clears it.
     await waitFor("a check on time", () => s.takeLag().latestMs <= 40);
-    expect(s.reason("198.51.100.1")).toBeNull();
+    expect(s.reason(clientKey("198.51.100.1"))).toBeNull();
   });
 });
 

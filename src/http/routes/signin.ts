@@ -5,8 +5,7 @@ import type { Services } from "../context.ts";
 import { access, SESSION_COOKIE, sessionCookieName, type AuthPlugin } from "../auth.ts";
 import { ApiError } from "../errors.ts";
 import { ErrorBody, LinkInfo, LinkRequest, LinkSent, Me, noContent, SessionInfo, VerifyRequest } from "../models.ts";
-import { clientAddress, clientGroup } from "../client.ts";
-import { sha256 } from "../../util/secrets.ts";
+import { requestClientKey } from "../client.ts";
 import { sign } from "../cookie-sign.ts";
 import { endSession, listSessions, SESSION_TTL_MS } from "../../domain/signin.ts";
 import { getUser, userView } from "../../domain/users.ts";
@@ -24,8 +23,8 @@ export function signInRoutes(svc: Services, auth: AuthPlugin) {
     .post(
       "/auth/magic-link",
       async ({ body, request }) => {
-        // The limiter keys on a hash of the address, so even memory holds no raw address.
-        await svc.signIn.requestLink(body.email, sha256(clientGroup(clientAddress(request, svc.config))));
+        // The limiter keys on a hash of the client's network, so even memory holds no raw address.
+        await svc.signIn.requestLink(body.email, requestClientKey(request, svc.config));
         return Response.json({ delivery: svc.mailer.configured ? "mail" : "server_log" } satisfies typeof LinkSent.static, { status: 202 });
       },
       {
