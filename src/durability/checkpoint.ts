@@ -54,13 +54,15 @@ export function loadCheckpoint(d: CheckpointDeps): number {
   const stateGen = value<string>("state_gen");
   let web: Uint8Array | undefined;
   let sessions: Uint8Array | undefined;
+  // Written by versions before the bounds on names and keys: none, and each day's bound starts afresh.
+  let cardinality: Uint8Array | undefined;
   if (stateGen === undefined) {
     // Written before session state files existed: the sessions are rows of their own.
     web = value<Uint8Array>("web_sessions");
     sessions = value<Uint8Array>("rollup_sessions");
   } else {
     try {
-      [web, sessions] = readStateFile(d.stateDir, Number(stateGen));
+      [web, sessions, cardinality] = readStateFile(d.stateDir, Number(stateGen));
     } catch (e) {
       // Events are all safe (partitions and the log). Lost: the sessions open at the
       // checkpoint, from the day totals' session counts, and a visit going on across this
@@ -70,7 +72,7 @@ export function loadCheckpoint(d: CheckpointDeps): number {
   }
   pruneStateFilesSync(d.stateDir, stateGen === undefined ? null : Number(stateGen));
   if (roll) d.store.rollups.restore(roll, sessions);
-  d.ingest.restoreState(web);
+  d.ingest.restoreState(web, cardinality);
   return seq;
 }
 
@@ -125,7 +127,7 @@ async function run(d: CheckpointDeps, crashAt?: CheckpointCrash) {
     written = await d.store.writeHeads(heads, gen);
     d.metrics?.flush.observe((performance.now() - tFlush) / 1000);
     await d.ingest.writeAnswerRun(ingestState);
-    await writeStateFile(d.stateDir, gen, [ingestState.webSessions, rollups.sessions]);
+    await writeStateFile(d.stateDir, gen, [ingestState.webSessions, rollups.sessions, ingestState.cardinality]);
     if (crashAt === "after-write") throw new SimulatedCrash(crashAt);
     // The commit does not wait for its fsync on the event loop (that would hold it for
     // every flush under batch load): makeDurable below fsyncs in the thread pool, before

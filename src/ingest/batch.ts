@@ -5,6 +5,7 @@
 import type { StoredEvent } from "../model/event.ts";
 import type { DropReason, Outcome } from "../model/outcomes.ts";
 import { utcDay } from "../util/time.ts";
+import type { Trimmed } from "./cardinality.ts";
 import type { IngestCore } from "./core.ts";
 import { countryFromHeader, countryOf } from "./enrich.ts";
 import { batchEvents } from "./pipeline.ts";
@@ -34,6 +35,7 @@ export async function acceptBatch(c: IngestCore, req: BatchRequest): Promise<Bat
       reason = "paused";
     } else {
       ({ events, drops } = batchEvents(batch, { app, receivedAt: now, visitor, country }));
+      events = applyCardinality(c, app, now, events, drops);
       const take = c.quota.reserve(info.orgId, c.d.limitFor(info.orgId), events.length, now);
       if (take < events.length) {
         drops.over_quota = events.length - take;
@@ -61,6 +63,37 @@ export async function acceptBatch(c: IngestCore, req: BatchRequest): Promise<Bat
   } finally {
     inFlight.delete(dedupeKey);
   }
+}
+
+/**
+ * The app's daily bounds on names, keys and values (cardinality.ts) over a batch's kept
+ * events: events with a refused name leave the batch (name_limit), refused properties leave
+ * their events and are counted with the batch's log write.
+ */
+function applyCardinality(
+  c: IngestCore,
+  app: number,
+  now: number,
+  events: StoredEvent[],
+  drops: Partial<Record<DropReason, number>>,
+): StoredEvent[] {
+  const t: Trimmed = { nameRefused: false, keys: 0, values: 0 };
+  let keys = 0;
+  let values = 0;
+  let kept = 0;
+  for (let i = 0; i < events.length; i++) {
+    const ev = events[i]!;
+    c.cardinality.check(ev, now, t);
+    if (t.nameRefused) continue;
+    keys += t.keys;
+    values += t.values;
+    events[kept++] = ev;
+  }
+  if (kept < events.length) drops.name_limit = (drops.name_limit ?? 0) + events.length - kept;
+  events.length = kept;
+  if (keys) c.count(app, now, "property_key_limit", keys);
+  if (values) c.count(app, now, "property_value_limit", values);
+  return events;
 }
 
 /**

@@ -13,6 +13,7 @@ import { UsageCounters } from "./outcomes.ts";
 import { Quota } from "./quota.ts";
 import { Salts } from "./salts.ts";
 import { WebSessions } from "./web-sessions.ts";
+import { Cardinality } from "./cardinality.ts";
 import { BatchAnswers } from "./batch-answers.ts";
 import { RequestLimits } from "./limits.ts";
 import type { ShedOptions } from "./shed.ts";
@@ -48,6 +49,8 @@ export class IngestCore {
   readonly sink: EventSink;
   /** Web visitors' open sessions (visitor hash -> session), derived on the server. */
   readonly webSessions = new WebSessions();
+  /** Distinct names, property keys and values per app and day, bounded (cardinality.ts). */
+  readonly cardinality = new Cardinality();
   readonly answers: BatchAnswers;
   readonly limits: RequestLimits;
   /** Apps and orgs purged while this process runs (drop-apps.ts). Ids are never given twice, so these only grow. */

@@ -12,6 +12,7 @@ import type { IngestCore } from "./core.ts";
 export function dropApps(c: IngestCore, apps: number[], orgs: number[]): void {
   for (const app of apps) {
     c.purgedApps.add(app);
+    c.cardinality.drop(app);
     c.usage.dropApp(app);
   }
   for (const org of orgs) {

@@ -120,8 +120,8 @@ export class Ingest {
     return markSaved(this.core, s);
   }
 
-  restoreState(webSessions?: Uint8Array): void {
-    restoreState(this.core, webSessions);
+  restoreState(webSessions?: Uint8Array, cardinality?: Uint8Array): void {
+    restoreState(this.core, webSessions, cardinality);
   }
 
   // ---- records restored at start-up (restore.ts) ------------------------------------------

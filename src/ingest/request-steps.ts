@@ -16,6 +16,7 @@ import { countryFromHeader, countryOf, parseAgent, type AgentInfo } from "./enri
 import { type GzipError, inflateBatch } from "./gzip.ts";
 import { parseBatch, parseWebEvent, webEvent, type ParsedBatch, type WebEventBody } from "./pipeline.ts";
 import { answerKey } from "./answer-runs.ts";
+import type { Trimmed } from "./cardinality.ts";
 import { clientKey } from "../util/client-key.ts";
 import { keySpec } from "./limits.ts";
 import { lastForwarded, originAllowed, pageHostAllowed } from "./origins.ts";
@@ -427,8 +428,21 @@ export const WEB_REQUEST_STEPS: [string, WebStep][] = [
       return null;
     },
   ],
+  [
+    "cardinality",
+    (r, c) => {
+      const t = c.cardinality.check(r.event!, r.now, trimmed);
+      if (t.nameRefused) return "name_limit";
+      if (t.keys) c.count(r.app, r.now, "property_key_limit", t.keys);
+      if (t.values) c.count(r.app, r.now, "property_value_limit", t.values);
+      return null;
+    },
+  ],
   ["quota", (r, c) => (c.quota.reserve(r.info!.orgId, c.d.limitFor(r.info!.orgId), 1, r.now) === 0 ? "over_quota" : null)],
 ];
+
+/** The cardinality step's answer, reused: one web event at a time. */
+const trimmed: Trimmed = { nameRefused: false, keys: 0, values: 0 };
 
 const WEB_FNS: WebStep[] = WEB_REQUEST_STEPS.map(([, step]) => step);
 

@@ -22,11 +22,13 @@ export function restoreBatch(
   ans: BatchAnswer,
 ): void {
   c.quota.add(org, events.length, at);
+  for (const e of events) c.cardinality.observe(e);
   commitBatch(c, app, batchId, answerHash(app, batchId), at, events, drops, ans);
 }
 
 export function restoreWeb(c: IngestCore, org: number, at: number, e: StoredEvent): void {
   c.sink.publish([e]);
+  c.cardinality.observe(e);
   c.usage.add(e.app, utcDay(at), "accepted", 1);
   c.quota.add(org, 1, at);
   c.webSessions.remember(e.visitor, e.session, at);

@@ -14,6 +14,8 @@ export interface IngestSnapshot {
   answers: PendingAnswer[];
   quota: [number, string, number][];
   webSessions: Uint8Array;
+  /** Names, keys and values known per app and day (cardinality.ts). */
+  cardinality: Uint8Array;
 }
 
 /** Ingest's state as of this instant, for a checkpoint (taken synchronously with the heads). */
@@ -24,6 +26,7 @@ export function snapshotState(c: IngestCore): IngestSnapshot {
     answers,
     quota: c.quota.entries(),
     webSessions: c.webSessions.pack(),
+    cardinality: c.cardinality.pack(),
   };
 }
 
@@ -64,7 +67,7 @@ export async function markSaved(c: IngestCore, s: IngestSnapshot): Promise<void>
 }
 
 /** Loads the state of the last checkpoint (before newer records are restored), with its web sessions as packed. */
-export function restoreState(c: IngestCore, webSessions?: Uint8Array): void {
+export function restoreState(c: IngestCore, webSessions?: Uint8Array, cardinality?: Uint8Array): void {
   const db = c.d.db;
   for (const r of db.query<{ app: number; day: string; outcome: string; count: number }, []>("SELECT * FROM usage").all()) {
     c.usage.add(r.app, r.day, r.outcome as Outcome, r.count);
@@ -92,4 +95,5 @@ export function restoreState(c: IngestCore, webSessions?: Uint8Array): void {
   for (const r of db.query<{ org: number; month: string; used: number }, []>("SELECT * FROM quota").all())
     c.quota.restore(r.org, r.month, r.used);
   if (webSessions) c.webSessions.unpack(webSessions);
+  if (cardinality) c.cardinality.unpack(cardinality);
 }

@@ -12,6 +12,7 @@ export const DROP_REASONS = [
   "bot", // a bot or crawler
   "paused", // the app is paused
   "over_quota", // the org's monthly limit is used up
+  "name_limit", // a new event name past the app's daily bound on distinct names (ingest/cardinality.ts)
 ] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
@@ -24,6 +25,9 @@ export const OUTCOMES = [
   "malformed", // requests refused with 400
   "origin_refused", // web requests from an origin the site does not allow
   "too_large", // requests refused with 413
+  // Counted in properties, not events: a property dropped from an event that was kept.
+  "property_key_limit", // a new property key past the app's daily bound on distinct keys
+  "property_value_limit", // a new text value past the daily bound on a key's distinct values
 ] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 

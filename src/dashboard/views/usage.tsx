@@ -26,11 +26,14 @@ const OUTCOMES: [string, string][] = [
   ["bot", "Sent by a bot or crawler."],
   ["paused", "The app was paused."],
   ["over_quota", "The org's monthly event limit was used up."],
+  ["name_limit", "A new event name after the app's 1,000 distinct names of that day: the event was dropped."],
   ["rate_limited", "Requests refused with 429 (too many requests)."],
   ["unknown_key", "Requests with a revoked key of this app."],
   ["malformed", "Requests refused with 400 (not a valid batch or event)."],
   ["origin_refused", "Web requests from an origin the site does not allow."],
   ["too_large", "Requests refused with 413 (body too large)."],
+  ["property_key_limit", "Properties (not events) dropped: a new key after the app's 200 distinct property keys of that day."],
+  ["property_value_limit", "Properties (not events) dropped: a new text value after a key's 10,000 distinct values of that day (or the app's 100,000)."],
 ];
 const MEANING = new Map(OUTCOMES);
 
