@@ -33,7 +33,10 @@ const OUTCOMES: [string, string][] = [
   ["origin_refused", "Web requests from an origin the site does not allow."],
   ["too_large", "Requests refused with 413 (body too large)."],
   ["property_key_limit", "Properties (not events) dropped: a new key after the app's 200 distinct property keys of that day."],
-  ["property_value_limit", "Properties (not events) dropped: a new text value after a key's 10,000 distinct values of that day (or the app's 100,000)."],
+  [
+    "property_value_limit",
+    "Properties (not events) dropped: a new text value after a key's 10,000 distinct values of that day (or the app's 100,000).",
+  ],
 ];
 const MEANING = new Map(OUTCOMES);
 
