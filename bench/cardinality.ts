@@ -1,6 +1,6 @@
 // One app's flood of property keys against everyone else (issue [1/7]): a `sextant serve`
 // process gets 150 gzip batches of 100 events from one app, each event with 25 property
-// keys, while another org's SDK sends 196 batches of 10 events at 20 a second. Two kinds of
+// keys, while another org's devices (each its own address) send 196 batches of 10 events at 20 a second through the flood and the queries. Two kinds of
 // flood: every key new (375,000 distinct keys) and 25 fixed keys (the same bytes); then the
 // flooding app's own events list, sessions list, event detail and a property breakdown,
 // then kill -9, a restart on the same data and its events list again. Measured from the
@@ -144,7 +144,7 @@ async function victimLoad(url: string) {
         "content-type": "application/json",
         "x-app-key": fx.victim.key,
         "x-batch-id": crypto.randomUUID(),
-        "x-forwarded-for": "198.51.100.7",
+        "x-forwarded-for": `198.51.${100 + (i >> 8)}.${i & 255}`,
       },
       body: body(),
     });
@@ -222,11 +222,14 @@ async function run(root: string, newKeys: boolean): Promise<Run> {
   let s = sampler(p.proc.pid);
   await Bun.sleep(500);
   const startRss = s.peak();
-  const [victim, f] = await Promise.all([victimLoad(p.url), flood(p.url, bodies)]);
+  // The other org sends through the flood and the flooding app's queries.
+  const victimRun = victimLoad(p.url);
+  const f = await flood(p.url, bodies);
   await Bun.sleep(1000);
   const ingestPeak = s.peak();
   const q = await queries(p.url);
   const queryPeak = s.peak();
+  const victim = await victimRun;
   s.stop();
   p.proc.kill("SIGKILL");
   await p.proc.exited;
