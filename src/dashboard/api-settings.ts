@@ -67,6 +67,8 @@ export interface CreatedToken {
 export interface PlanView {
   id: string;
   events_per_month: number;
+  /** Apps and sites an org on the plan may hold (a 409 app_limit past it). */
+  apps_per_org: number;
   price_usd_month: number;
   purchasable: boolean;
 }

@@ -1,11 +1,12 @@
 // Apps (kind app) and sites (kind web), each created with its first public key.
 // Deleting one stops its keys at once and keeps its data for a 7-day undo window
 // (POST /apps/{id}/restore); the purge job removes app and data after that.
+// An org holds at most its plan's apps_per_org apps (deleted ones not counted).
 
 import type { Db } from "./db.ts";
 import { requireApp, requireOrg, type AppRow } from "./access.ts";
 import { conflict, forbidden, invalid } from "../model/errors.ts";
-import { cleanName } from "./orgs.ts";
+import { cleanName, type CreationLimits } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { iso } from "./time.ts";
@@ -13,6 +14,7 @@ import { newKey } from "./keys.ts";
 import { appsChanged } from "./changes.ts";
 import { DAY_MS } from "../util/time.ts";
 import { isTimeZone } from "../util/zone.ts";
+import { BUILTIN_PLANS, planById, type Plan } from "./plans.ts";
 
 export const UNDO_WINDOW_MS = 7 * DAY_MS;
 export const MAX_ORIGINS = 50;
@@ -79,16 +81,43 @@ function cleanOrigins(kind: AppKind, origins: string[] | undefined): string[] {
   return out;
 }
 
+/** What bounds the apps of an org: its plan in force, and the API's per-person creation rate. */
+export interface AppBounds {
+  planOf(orgId: number): Plan;
+  limits?: CreationLimits;
+}
+
+/** Without bounds of the server's (tests, tools): the built-in plan of the org's plan id. */
+const builtinBounds = (db: Db): AppBounds => ({
+  planOf: (orgId) =>
+    planById(BUILTIN_PLANS, db.query<{ plan: string }, [number]>("SELECT plan FROM orgs WHERE id = ?").get(orgId)?.plan ?? "free"),
+});
+
+/** 409 app_limit when the org already holds its plan's apps_per_org apps (deleted ones not counted). */
+function requireAppRoom(db: Db, orgId: number, plan: Plan): void {
+  const held = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM apps WHERE org_id = ? AND deleted_at IS NULL").get(orgId)!.n;
+  if (held < plan.apps_per_org) return;
+  throw conflict(
+    "app_limit",
+    `This org already has ${held} apps and sites, the most its plan (${plan.id}) allows (${plan.apps_per_org}); ` +
+      `delete one (DELETE /apps/{id}) or move the org to a plan with more (listed on its billing page, GET /orgs/${orgId}/billing).`,
+  );
+}
+
 export function createApp(
   db: Db,
   actor: Actor,
   input: { org_id: number; kind: AppKind; name: string; origins?: string[]; timezone?: string },
   now: number,
+  bounds: AppBounds = builtinBounds(db),
 ) {
   requireOrg(db, actor, input.org_id, "admin");
   const name = cleanName(input.name, "app name");
   const origins = cleanOrigins(input.kind, input.origins);
   const timezone = cleanTimeZone(input.timezone ?? "UTC");
+  // Counted and inserted in one synchronous step: two requests cannot both take the last place.
+  requireAppRoom(db, input.org_id, bounds.planOf(input.org_id));
+  if (actor.kind === "user") bounds.limits?.take(actor.userId);
   return db.transaction(() => {
     const app = db
       .query<AppRow, [number, string, string, string, string, number]>(
@@ -153,11 +182,13 @@ export function deleteApp(db: Db, actor: Actor, appId: number, now: number) {
   return { id: appId, deleted_at: iso(now), restore_until: iso(now + UNDO_WINDOW_MS) };
 }
 
-export function restoreApp(db: Db, actor: Actor, appId: number, now: number) {
+export function restoreApp(db: Db, actor: Actor, appId: number, now: number, bounds: AppBounds = builtinBounds(db)) {
   const { app } = requireApp(db, actor, appId, "admin", { deleted: true });
   if (app.deleted_at! + UNDO_WINDOW_MS <= now) {
     throw conflict("undo_window_over", "The 7-day undo window is over; the app is being purged.");
   }
+  // A restored app counts again: deleting and restoring must not hold more than the plan allows.
+  requireAppRoom(db, app.org_id, bounds.planOf(app.org_id));
   const row = db.query<AppRow, [number]>("UPDATE apps SET deleted_at = NULL WHERE id = ? RETURNING *").get(appId)!;
   appsChanged(db);
   return appView(row);

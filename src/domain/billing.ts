@@ -125,6 +125,11 @@ export class Billing {
     return this.resolved(orgId).effectiveEventsPerMonth;
   }
 
+  /** The plan in force for an org (its apps_per_org bounds the org's apps). */
+  planOf(orgId: number): Plan {
+    return this.resolved(orgId).plan;
+  }
+
   resolved(orgId: number): Resolved {
     const t = this.now();
     const hit = this.cache.get(orgId);
@@ -158,6 +163,7 @@ export class Billing {
       period_end: iso(r.periodEnd),
       plan: r.plan.id,
       plans: this.opts.plans.map((p) => ({
+        apps_per_org: p.apps_per_org,
         events_per_month: p.events_per_month,
         id: p.id,
         price_usd_month: p.price_usd_month,

@@ -1,9 +1,9 @@
 // Saved funnels, shared with the org. Bounds: 2-10 steps (valid event names),
-// window 1 s to 31 days (default 1 day), an optional breakdown dimension.
+// window 1 s to 31 days (default 1 day), an optional breakdown dimension; 100 per app.
 
 import type { Db } from "./db.ts";
 import { requireApp } from "./access.ts";
-import { invalid, notFound } from "../model/errors.ts";
+import { conflict, invalid, notFound } from "../model/errors.ts";
 import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { isDimension, isValidEventName } from "../model/dimensions.ts";
@@ -14,6 +14,8 @@ export const FUNNEL_MAX_STEPS = 10;
 export const FUNNEL_MIN_WINDOW = 1;
 export const FUNNEL_MAX_WINDOW = 31 * 86400;
 export const FUNNEL_DEFAULT_WINDOW = 86400;
+/** Saved funnels one app may hold; the next is a 409 too_many_funnels. */
+export const MAX_SAVED_FUNNELS = 100;
 
 interface FunnelRow {
   id: number;
@@ -67,6 +69,13 @@ export function saveFunnel(
   requireApp(db, actor, appId, "member");
   const name = cleanName(input.name, "funnel name");
   const f = checkFunnel(input.steps, input.window_seconds, input.breakdown);
+  const held = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM funnels WHERE app_id = ?").get(appId)!.n;
+  if (held >= MAX_SAVED_FUNNELS) {
+    throw conflict(
+      "too_many_funnels",
+      `This app already has ${MAX_SAVED_FUNNELS} saved funnels, the most it may hold; delete one (DELETE /apps/${appId}/funnels/{funnel_id}) before saving another.`,
+    );
+  }
   const row = db
     .query<FunnelRow, [number, string, string, number, string | null, number | null, number]>(
       "INSERT INTO funnels (app_id, name, steps, window_seconds, breakdown, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *",

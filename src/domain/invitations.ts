@@ -3,11 +3,12 @@
 // link; accepting needs the signed-in address to equal the invited one, else "not found",
 // and the inviter to still be an admin or owner of the org (an owner for an owner's seat).
 // Sending is limited per org, per inviting user and per invited address (INVITATION_LIMITS),
-// and the mail says plainly who invited whom to what (invitationMail).
+// and the mail says plainly who invited whom to what (invitationMail). An org's members and
+// pending invitations together are at most MAX_MEMBERS.
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
-import { DomainError, forbidden, invalid, notFound } from "../model/errors.ts";
+import { conflict, DomainError, forbidden, invalid, notFound } from "../model/errors.ts";
 import { atLeast, type Actor, type Role } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { iso } from "./time.ts";
@@ -15,6 +16,25 @@ import { findUserByEmail, getUser, normalizeEmail } from "./users.ts";
 import { DAY_MS, HOUR_MS } from "../util/time.ts";
 
 export const INVITATION_TTL_MS = 7 * DAY_MS;
+
+/** Members of one org, pending invitations counted as seats: past it, 409 member_limit. */
+export const MAX_MEMBERS = 500;
+
+const memberLimit = (orgId: number) =>
+  conflict(
+    "member_limit",
+    `This org already has ${MAX_MEMBERS} members and pending invitations, the most it may have; remove a member (DELETE /orgs/${orgId}/members/{user_id}) or withdraw an invitation first.`,
+  );
+
+/** Members plus pending invitations to addresses other than `email` (an invitation to it is replaced). */
+function seatsTaken(db: Db, orgId: number, email: string, now: number): number {
+  return db
+    .query<{ n: number }, [number, number, string, number]>(
+      `SELECT (SELECT COUNT(*) FROM members WHERE org_id = ?)
+            + (SELECT COUNT(*) FROM invitations WHERE org_id = ? AND email <> ? AND state = 'pending' AND expires_at > ?) AS n`,
+    )
+    .get(orgId, orgId, email, now)!.n;
+}
 
 interface InvitationRow {
   id: string;
@@ -159,6 +179,7 @@ export function createInvitation(
   if (existing && db.query("SELECT 1 FROM members WHERE org_id = ? AND user_id = ?").get(orgId, existing.id)) {
     throw new DomainError("conflict", "already_member", "That address already belongs to a member of this org.");
   }
+  if (seatsTaken(db, orgId, email, now) >= MAX_MEMBERS) throw memberLimit(orgId);
   const inviterId = actor.kind === "user" ? actor.userId : null;
   if (limits && inviterId !== null) limits.check(orgId, inviterId, email, now);
   const token = randomToken(32);
@@ -238,6 +259,9 @@ export function acceptInvitation(db: Db, userId: number, token: string, now: num
       .query<{ role: Role }, [number, number]>("SELECT role FROM members WHERE org_id = ? AND user_id = ?")
       .get(r.org_id, userId);
     if (!current) {
+      // The invitation held a seat; others may have joined since (invitations sent before the bound).
+      const members = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM members WHERE org_id = ?").get(r.org_id)!.n;
+      if (members >= MAX_MEMBERS) throw memberLimit(r.org_id);
       db.query("INSERT INTO members (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)").run(r.org_id, userId, r.role, now);
     } else if (!atLeast(current.role, r.role)) {
       db.query("UPDATE members SET role = ? WHERE org_id = ? AND user_id = ?").run(r.role, r.org_id, userId);

@@ -1,13 +1,42 @@
 // Orgs own apps and members. Deleting one stops every app at once (the org and its apps
 // get deleted_at now) and leaves the data for the purge job, which runs within minutes.
+// Orgs are free and each has its own free quota, so one person may own a bounded number,
+// and creating orgs and apps is rate-limited per person (CreationLimits).
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
-import { invalid } from "../model/errors.ts";
+import { conflict, DomainError, invalid } from "../model/errors.ts";
 import type { Actor } from "./roles.ts";
 import { appsChanged } from "./changes.ts";
+import { RateLimiter } from "../util/rate-limit.ts";
 
 export const MAX_NAME = 100;
+
+/** Orgs (not deleted) one person may own, on every plan: the plan is the org's, the bound the person's. */
+export const MAX_OWNED_ORGS = 10;
+
+/** Orgs and apps one person may create, together: bursts of 20, then 10 a minute. */
+export const CREATION_RATE = { ratePerSecond: 10 / 60, burst: 20, label: "20 at once, then 10 a minute" } as const;
+
+/** The per-person creation bucket, in memory (a restart refills it). */
+export class CreationLimits {
+  private limiter: RateLimiter;
+  constructor(now: () => number) {
+    this.limiter = new RateLimiter(CREATION_RATE, now, 10_000);
+  }
+
+  /** Takes one creation for `userId`; throws `rate_limited` with the seconds to wait when spent. */
+  take(userId: number): void {
+    const wait = this.limiter.take(userId);
+    if (wait === 0) return;
+    throw new DomainError(
+      "rate_limited",
+      "rate_limited",
+      `Too many orgs and apps created (at most ${CREATION_RATE.label} per person); try again in ${wait} s.`,
+      wait,
+    );
+  }
+}
 
 export function cleanName(raw: string, what = "name"): string {
   const name = raw.trim();
@@ -17,8 +46,25 @@ export function cleanName(raw: string, what = "name"): string {
   return name;
 }
 
-export function createOrg(db: Db, userId: number, rawName: string, now: number): { id: number } {
+/**
+ * Creates an org with `userId` as its owner. Refused with 409 org_limit when they already own
+ * MAX_OWNED_ORGS; with `limits` (the API's), a creation past the rate is a 429. Counted and
+ * inserted in one synchronous step: two requests cannot both take the last place.
+ */
+export function createOrg(db: Db, userId: number, rawName: string, now: number, limits?: CreationLimits): { id: number } {
   const name = cleanName(rawName, "org name");
+  const owned = db
+    .query<{ n: number }, [number]>(
+      "SELECT COUNT(*) AS n FROM members m JOIN orgs o ON o.id = m.org_id WHERE m.user_id = ? AND m.role = 'owner' AND o.deleted_at IS NULL",
+    )
+    .get(userId)!.n;
+  if (owned >= MAX_OWNED_ORGS) {
+    throw conflict(
+      "org_limit",
+      `You already own ${owned} orgs, the most one person may own (${MAX_OWNED_ORGS}); delete one you no longer need (DELETE /orgs/{id}) or add apps to one you have.`,
+    );
+  }
+  limits?.take(userId);
   return db.transaction(() => {
     const { id } = db
       .query<{ id: number }, [string, number]>("INSERT INTO orgs (name, plan, created_at) VALUES (?, 'free', ?) RETURNING id")

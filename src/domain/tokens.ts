@@ -3,7 +3,7 @@
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
-import { notFound } from "../model/errors.ts";
+import { conflict, notFound } from "../model/errors.ts";
 import { cleanName } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
@@ -12,9 +12,21 @@ import { creatorView } from "./users.ts";
 
 export const TOKEN_PREFIX = "sxt_";
 
+/** Live (unrevoked) tokens an org may hold: one per script or integration; the next is a 409 too_many_tokens. */
+export const MAX_ACTIVE_TOKENS = 50;
+
 export function createToken(db: Db, actor: Actor, orgId: number, rawName: string, now: number) {
   requireOrg(db, actor, orgId, "admin");
   const name = cleanName(rawName, "token name");
+  const live = db
+    .query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM api_tokens WHERE org_id = ? AND revoked_at IS NULL")
+    .get(orgId)!.n;
+  if (live >= MAX_ACTIVE_TOKENS) {
+    throw conflict(
+      "too_many_tokens",
+      `This org already has ${MAX_ACTIVE_TOKENS} live API tokens, the most it may hold; revoke one (DELETE /orgs/${orgId}/tokens/{token_id}) before creating another.`,
+    );
+  }
   const token = randomToken(32, TOKEN_PREFIX);
   const { id } = db
     .query<{ id: number }, [number, string, string, number | null, number]>(

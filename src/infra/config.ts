@@ -270,7 +270,8 @@ export const OPTIONS = [
     flag: "--plans-file",
     unit: "path",
     defaultText: "unset (built-in plans)",
-    description: "JSON file of plans [{id, events_per_month, price_usd_month}] replacing the built-in ones; must include free.",
+    description:
+      "JSON file of plans [{id, events_per_month, price_usd_month, apps_per_org?}] replacing the built-in ones; must include free.",
     accepts: "a file path",
     fallback: () => null,
     parse: nonEmpty,

@@ -200,11 +200,16 @@ export const BATCH_REQUEST_STEPS: [string, BatchStep][] = [
     (r, c) => {
       const info = r.info!;
       // A paused app's batches are answered "paused" whatever their rate (the spec's answer
-      // for them), and cost the key nothing.
-      const wait = info.paused ? 0 : c.limits.keyRates.take(r.req.key!, r.batch!.events.length, keySpec(c.d.limitFor(info.orgId)));
+      // for them), and cost the org nothing. The bucket is the org's: its keys share one key's rate.
+      const wait = info.paused ? 0 : c.limits.orgRates.take(info.orgId, r.batch!.events.length, keySpec(c.d.limitFor(info.orgId)));
       if (wait > 0) {
         c.count(r.app, r.now, "rate_limited");
-        return refuse("rate_limited", "rate_limited", "This key is sending faster than its plan allows; retry after the delay.", wait);
+        return refuse(
+          "rate_limited",
+          "rate_limited",
+          "This key's org is sending faster than its plan allows (its keys and apps share one key's rate); retry after the delay.",
+          wait,
+        );
       }
       return null;
     },
@@ -399,10 +404,11 @@ export const WEB_REQUEST_STEPS: [string, WebStep][] = [
     "key_rate",
     (r, c) => {
       const info = r.info!;
-      const wait = info.paused ? 0 : c.limits.keyRates.take(r.body!.k, 1, keySpec(c.d.limitFor(info.orgId)));
+      // The org's bucket, shared by its keys and sites (see the batch's "key_rate").
+      const wait = info.paused ? 0 : c.limits.orgRates.take(info.orgId, 1, keySpec(c.d.limitFor(info.orgId)));
       if (wait > 0) {
         c.count(r.app, r.now, "rate_limited");
-        return refuse("rate_limited", "rate_limited", "This site is sending faster than its plan allows.", wait);
+        return refuse("rate_limited", "rate_limited", "This site's org is sending faster than its plan allows.", wait);
       }
       return null;
     },

@@ -12,6 +12,7 @@ import { authPlugin, routeAccessTable } from "../http/auth.ts";
 import { signInRoutes } from "../http/routes/signin.ts";
 import { orgRoutes } from "../http/routes/orgs.ts";
 import { appRoutes } from "../http/routes/apps.ts";
+import { CreationLimits } from "../domain/orgs.ts";
 import { pageRoutes } from "../http/pages.ts";
 import { openapiDoc } from "../http/openapi.ts";
 import { ingestApp, ingestRoutes } from "../http/ingest.ts";
@@ -87,6 +88,8 @@ export function buildApi(svc: Services) {
   const { app, routes } = base(svc);
   const ingestDoc = ingestApp(svc);
   const auth = authPlugin(svc, routeAccessTable(routes));
+  // One bucket per person for orgs and apps together, so neither route buys the other's rate.
+  const creations = new CreationLimits(svc.now);
   return (
     app
       .use(openapiDoc(svc, VERSION))
@@ -95,8 +98,8 @@ export function buildApi(svc: Services) {
       .use(metricsRoutes(svc))
       .use(pageRoutes(svc))
       .use(signInRoutes(svc, auth))
-      .use(orgRoutes(svc, auth))
-      .use(appRoutes(svc, auth))
+      .use(orgRoutes(svc, auth, creations))
+      .use(appRoutes(svc, auth, creations))
       .use(statsRoutes(svc, auth))
       .use(billingRoutes(svc, auth))
       .use(ingestRoutes(svc))

@@ -463,6 +463,9 @@ describe("settings pages by role", () => {
       await page.locator('[data-plan="free"][data-status="none"]').waitFor();
       const offers = await page.locator("tr[data-plan-offer]").evaluateAll((rs) => rs.map((r) => r.getAttribute("data-plan-offer")));
       expect(offers).toEqual(before.plans.map((p: { id: string }) => p.id));
+      // Each plan's apps per org, the bound a 409 app_limit names (third column).
+      const apps = await page.locator("tr[data-plan-offer] td:nth-child(3)").allTextContents();
+      expect(apps).toEqual(before.plans.map((p: { apps_per_org: number }) => String(p.apps_per_org)));
       for (const p of before.plans as { id: string; purchasable: boolean }[]) {
         expect(await page.getByRole("button", { name: `Choose ${p.id}` }).count()).toBe(p.purchasable && p.id !== "free" ? 1 : 0);
       }

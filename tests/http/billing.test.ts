@@ -31,7 +31,7 @@ interface View {
   has_billing_account: boolean;
   period_end: string | null;
   plan: string;
-  plans: { id: string; events_per_month: number; price_usd_month: number; purchasable: boolean }[];
+  plans: { id: string; events_per_month: number; price_usd_month: number; purchasable: boolean; apps_per_org: number }[];
   status: string;
   used_this_month: number;
 }
@@ -150,10 +150,11 @@ describe("billing story: free → checkout → active → past due → grace ove
       period_end: null,
       used_this_month: 0,
     });
+    // The plans file gives no apps_per_org: each takes the built-in plan's of its id.
     expect(v.plans).toEqual([
-      { id: "free", events_per_month: 100, price_usd_month: 0, purchasable: false },
-      { id: "starter", events_per_month: 1000, price_usd_month: 9, purchasable: true },
-      { id: "growth", events_per_month: 5000, price_usd_month: 29, purchasable: true },
+      { id: "free", events_per_month: 100, price_usd_month: 0, purchasable: false, apps_per_org: 10 },
+      { id: "starter", events_per_month: 1000, price_usd_month: 9, purchasable: true, apps_per_org: 25 },
+      { id: "growth", events_per_month: 5000, price_usd_month: 29, purchasable: true, apps_per_org: 100 },
     ]);
     const r = await ingest(150);
     expect(r).toEqual({ accepted: 120, dropped: 30, reasons: ["over_quota"] });

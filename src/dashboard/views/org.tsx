@@ -452,6 +452,7 @@ function Billing({ orgId, owner }: { orgId: number; owner: boolean }) {
                   <tr>
                     <th>Plan</th>
                     <th>Events a month</th>
+                    <th>Apps per org</th>
                     <th>Price</th>
                     {owner && <th class="sr-only">Actions</th>}
                   </tr>
@@ -465,6 +466,9 @@ function Billing({ orgId, owner }: { orgId: number; owner: boolean }) {
                       </td>
                       <td>
                         <Num n={p.events_per_month} />
+                      </td>
+                      <td>
+                        <Num n={p.apps_per_org} />
                       </td>
                       <td>{p.price_usd_month ? `$${p.price_usd_month}/month` : "free"}</td>
                       {owner && (

@@ -26,15 +26,18 @@ import {
   CreatedShareLink,
   SharedApp,
 } from "../models.ts";
+import { CREATION_RATE, type CreationLimits } from "../../domain/orgs.ts";
 import { createApp, deleteApp, getApp, issueForwardingSecret, listApps, restoreApp, updateApp } from "../../domain/apps.ts";
 import { addKey, listKeys, revokeKey } from "../../domain/keys.ts";
-import { deleteFunnel, listFunnels, saveFunnel } from "../../domain/funnels.ts";
+import { deleteFunnel, listFunnels, MAX_SAVED_FUNNELS, saveFunnel } from "../../domain/funnels.ts";
 import { getJob } from "../../domain/jobs.ts";
 import { requestExport } from "../../domain/exports.ts";
 import { createShareLink, listShareLinks, MAX_ACTIVE_SHARE_LINKS, revokeShareLink, sharedApp } from "../../domain/share-links.ts";
 
-export function appRoutes(svc: Services, auth: AuthPlugin) {
+/** `creations`: the per-person bucket shared with the org routes (orgs and apps together). */
+export function appRoutes(svc: Services, auth: AuthPlugin, creations: CreationLimits) {
   const { db } = svc;
+  const bounds = { planOf: (orgId: number) => svc.billing.planOf(orgId), limits: creations };
   return new Elysia({ name: "sextant/routes/apps", prefix: "/api/v1" })
     .use(auth)
     .get("/apps", ({ auth }) => listApps(db, auth.actor()), {
@@ -45,7 +48,7 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
     .post(
       "/apps",
       ({ auth, body, status }) => {
-        const created = createApp(db, auth.actor(), body, svc.now());
+        const created = createApp(db, auth.actor(), body, svc.now(), bounds);
         if (created.app.timezone !== "UTC") svc.zones.zoneChanged(created.app.id, created.app.timezone);
         return status(201, created);
       },
@@ -56,7 +59,10 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
           summary: "Create an app or site with its first key",
           description:
             "Admins and owners of `org_id`. Origins (web only) are scheme://host[:port], or https://*.example.com for any subdomain. " +
-            "timezone (default UTC): the IANA zone its statistics' days are in.",
+            "timezone (default UTC): the IANA zone its statistics' days are in. " +
+            "An org holds at most its plan's apps_per_org apps and sites (deleted ones not counted; GET /orgs/{id}/billing lists the plans): " +
+            `another is a 409 app_limit. Orgs and apps created by one person together: at most ${CREATION_RATE.label} ` +
+            "(429 rate_limited with Retry-After past it).",
           tags: ["apps"],
           ...access("admin"),
         },
@@ -95,10 +101,15 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
         ...access("admin"),
       },
     })
-    .post("/apps/:id/restore", ({ auth, params }) => restoreApp(db, auth.actor(), params.id, svc.now()), {
+    .post("/apps/:id/restore", ({ auth, params }) => restoreApp(db, auth.actor(), params.id, svc.now(), bounds), {
       params: AppIdParams,
       response: { 200: AppView, ...StdErrors },
-      detail: { summary: "Undo a deletion within its 7-day window", tags: ["apps"], ...access("admin") },
+      detail: {
+        summary: "Undo a deletion within its 7-day window",
+        description: "A restored app counts again: 409 app_limit when the org already holds its plan's apps_per_org.",
+        tags: ["apps"],
+        ...access("admin"),
+      },
     })
     .post("/apps/:id/forwarding-secret", ({ auth, params }) => issueForwardingSecret(db, auth.actor(), params.id), {
       params: AppIdParams,
@@ -150,7 +161,9 @@ export function appRoutes(svc: Services, auth: AuthPlugin) {
       response: { 201: FunnelView, ...StdErrors },
       detail: {
         summary: "Save a funnel (shared with the org)",
-        description: "2-10 steps; window_seconds 1 to 2678400 (31 days), default 86400; breakdown a known dimension or prop:KEY.",
+        description:
+          "2-10 steps; window_seconds 1 to 2678400 (31 days), default 86400; breakdown a known dimension or prop:KEY. " +
+          `At most ${MAX_SAVED_FUNNELS} saved funnels per app: another is a 409 too_many_funnels.`,
         tags: ["funnels"],
         ...access("member"),
       },

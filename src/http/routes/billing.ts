@@ -11,6 +11,9 @@ const When = (what: string) => t.Union([t.String({ format: "date-time" }), t.Nul
 
 export const PlanView = t.Object(
   {
+    apps_per_org: t.Integer({
+      description: "Apps and sites an org on this plan may hold (deleted ones not counted); the next is a 409 app_limit.",
+    }),
     events_per_month: t.Integer({ description: "Monthly events of the plan (int64)." }),
     id: t.String(),
     price_usd_month: t.Integer({ description: "Price in whole US dollars per month." }),

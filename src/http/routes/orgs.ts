@@ -24,13 +24,14 @@ import {
   RoleChange,
   TokenView,
 } from "../models.ts";
-import { checkDeleteOrg, createOrg, deleteOrg, renameOrg } from "../../domain/orgs.ts";
+import { checkDeleteOrg, createOrg, CREATION_RATE, type CreationLimits, deleteOrg, MAX_OWNED_ORGS, renameOrg } from "../../domain/orgs.ts";
 import { changeRole, listMembers, removeMember } from "../../domain/members.ts";
 import {
   acceptInvitation,
   createInvitation,
   INVITATION_LIMITS,
   InvitationLimits,
+  MAX_MEMBERS,
   invitationInfo,
   invitationMail,
   listInvitations,
@@ -38,17 +39,25 @@ import {
 } from "../../domain/invitations.ts";
 import { mailFailure } from "../../domain/errors.ts";
 import { classifyMailFailure } from "../../infra/mail.ts";
-import { createToken, listTokens, revokeToken } from "../../domain/tokens.ts";
+import { createToken, listTokens, MAX_ACTIVE_TOKENS, revokeToken } from "../../domain/tokens.ts";
 
-export function orgRoutes(svc: Services, auth: AuthPlugin) {
+/** `creations`: the per-person bucket shared with the app routes (orgs and apps together). */
+export function orgRoutes(svc: Services, auth: AuthPlugin, creations: CreationLimits) {
   const { db } = svc;
   const invitationLimits = new InvitationLimits();
   return new Elysia({ name: "sextant/routes/orgs", prefix: "/api/v1" })
     .use(auth)
-    .post("/orgs", ({ auth, body, status }) => status(201, createOrg(db, auth.user().userId, body.name, svc.now())), {
+    .post("/orgs", ({ auth, body, status }) => status(201, createOrg(db, auth.user().userId, body.name, svc.now(), creations)), {
       body: NewOrg,
       response: { 201: OrgCreated, ...StdErrors },
-      detail: { summary: "Create an org (caller becomes owner; free plan)", tags: ["orgs"], ...access("session") },
+      detail: {
+        summary: "Create an org (caller becomes owner; free plan)",
+        description:
+          `One person may own at most ${MAX_OWNED_ORGS} orgs (not deleted), on every plan: another is a 409 org_limit. ` +
+          `Orgs and apps created by one person together: at most ${CREATION_RATE.label} (429 rate_limited with Retry-After past it).`,
+        tags: ["orgs"],
+        ...access("session"),
+      },
     })
     .patch("/orgs/:id", ({ auth, params, body }) => renameOrg(db, auth.actor(), params.id, body.name), {
       params: OrgIdParams,
@@ -153,7 +162,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
         response: { 201: InvitationView, ...StdErrors, 503: ErrorBody },
         detail: {
           summary: "Invite by mail",
-          description: `Mails a link {public_url}/invitations/accept?token=TOKEN valid 7 days. Inviting the same address again replaces the earlier invitation. Only an owner may invite an owner. At most ${INVITATION_LIMITS.perOrg.label}, ${INVITATION_LIMITS.perInviter.label}, ${INVITATION_LIMITS.perAddress.label} (429 rate_limited with Retry-After past one). 400 address_refused when the mail server refuses the address; 503 mail_unavailable with Retry-After when it cannot take the message.`,
+          description: `Mails a link {public_url}/invitations/accept?token=TOKEN valid 7 days. Inviting the same address again replaces the earlier invitation. Only an owner may invite an owner. At most ${INVITATION_LIMITS.perOrg.label}, ${INVITATION_LIMITS.perInviter.label}, ${INVITATION_LIMITS.perAddress.label} (429 rate_limited with Retry-After past one). At most ${MAX_MEMBERS} members and pending invitations per org: another is a 409 member_limit (also when accepting). 400 address_refused when the mail server refuses the address; 503 mail_unavailable with Retry-After when it cannot take the message.`,
           tags: ["invitations"],
           ...access("admin"),
         },
@@ -188,7 +197,7 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
         response: { 200: Joined, ...StdErrors },
         detail: {
           summary: "Accept an invitation",
-          description: "The signed-in address must equal the invited one; otherwise, and when used or expired, 404.",
+          description: `The signed-in address must equal the invited one; otherwise, and when used or expired, 404. 409 member_limit when the org already has ${MAX_MEMBERS} members.`,
           tags: ["invitations"],
           ...access("session"),
         },
@@ -206,7 +215,12 @@ export function orgRoutes(svc: Services, auth: AuthPlugin) {
         params: OrgIdParams,
         body: NewToken,
         response: { 201: CreatedToken, ...StdErrors },
-        detail: { summary: "Create a read-only API token (value shown once)", tags: ["tokens"], ...access("admin") },
+        detail: {
+          summary: "Create a read-only API token (value shown once)",
+          description: `At most ${MAX_ACTIVE_TOKENS} live tokens per org: another is a 409 too_many_tokens until one is revoked.`,
+          tags: ["tokens"],
+          ...access("admin"),
+        },
       },
     )
     .delete(
