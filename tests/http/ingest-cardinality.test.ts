@@ -15,7 +15,7 @@ const dataDir = mkdtempSync(join(tmpdir(), "sextant-cardinality-"));
 const clock = new TestClock(Date.parse("2026-12-08T10:00:00Z"));
 let s: TestServer;
 let owner: Record<string, string>;
-let app: { appId: number; key: string };
+let app: { appId: number; orgId: number; key: string };
 let site: { appId: number; key: string };
 let other: { appId: number; key: string };
 
@@ -58,7 +58,7 @@ beforeAll(async () => {
   s = await startTestServer({ dataDir }, { clock });
   owner = await ownerHeaders(s);
   app = await newApp(s, owner);
-  other = await newApp(s, owner);
+  other = await newApp(s, owner, "app", undefined, app.orgId);
   site = await newApp(s, owner, "web", ["https://example.com"]);
 });
 
