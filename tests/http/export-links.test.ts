@@ -15,6 +15,7 @@ import { batch, joinOrg, newApp, ownerHeaders, sendBatch } from "../helpers/inge
 import { tempDir } from "../helpers/tmp.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { sha256 } from "../../src/util/secrets.ts";
+import type { ExportView } from "../../src/http/models.ts";
 
 const clock = new TestClock(Date.UTC(2026, 10, 20, 12, 0, 0));
 let dataDir: string;
@@ -29,22 +30,11 @@ const json = async <T>(r: Response | Promise<Response>) => (await (await r).json
 const local = (url: string) => url.replace(/^https?:\/\/[^/]+/, s.url);
 const download = (url: string) => fetch(local(url), { headers: { "x-forwarded-for": `10.66.${(++ip >> 8) & 255}.${ip & 255}` } });
 
+/** An export as GET /apps/{id}/exports lists it: the schema the route declares. */
+type Listed = typeof ExportView.static;
 interface Started {
   job_id: number;
   url: string;
-}
-interface Listed {
-  id: number;
-  format: string;
-  state: string;
-  from: string | null;
-  to: string | null;
-  rows: number | null;
-  bytes: number | null;
-  expires_at: string | null;
-  revoked_at: string | null;
-  requested_by: { user_id: number; email: string } | null;
-  created_at: string;
 }
 
 /** Asks for an export as `headers` and waits until its job is done; answers the POST's answer. */
