@@ -16,6 +16,7 @@ import { tempDir } from "../helpers/tmp.ts";
 import { waitFor } from "../helpers/wait.ts";
 import { sha256 } from "../../src/util/secrets.ts";
 import type { ExportView } from "../../src/http/models.ts";
+import { requestExport } from "../../src/domain/exports.ts";
 
 const clock = new TestClock(Date.UTC(2026, 10, 20, 12, 0, 0));
 let dataDir: string;
@@ -219,6 +220,18 @@ describe("an export's link", () => {
     expect(listed.find((e) => e.id === bobs.job_id)).toMatchObject({ state: "revoked", requested_by: { email: "bob@example.com" } });
 
     expect((await download(owners.url)).status).toBe(200);
+  });
+
+  test("before its file is written: 409 export_not_ready, then the file", async () => {
+    // Asked for through the domain, so that no export runs until the test says so.
+    const me = await json<{ user: { id: number } }>(s.api("/me", { headers: owner }));
+    const actor = { kind: "user" as const, userId: me.user.id, sessionId: "" };
+    const { job_id, url } = requestExport(s.server.services.db, actor, app.appId, { format: "csv" }, clock.ms, s.url);
+    const early = await download(url);
+    expect([early.status, await errorCode(early)]).toEqual([409, "export_not_ready"]);
+    expect((await list()).find((e) => e.id === job_id)).toMatchObject({ state: "pending", bytes: null, expires_at: null });
+    await s.server.services.scheduler.run("exports");
+    expect((await download(url)).status).toBe(200);
   });
 
   test("while the app is deleted within its undo window, admins list and revoke its exports; revoked stays revoked after the restore", async () => {
