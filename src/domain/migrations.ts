@@ -412,6 +412,8 @@ export const MIGRATIONS: Migration[] = [
     // again. A job with two rows (a crash between the insert and the job's end) keeps the
     // newer, whose URL its result named.
     scrubs: true,
+    // Its trigger is there once it ran (a store whose user_version was lowered by hand).
+    doneIf: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'exports_revoked_with_asker'",
     sql: `
       CREATE TABLE exports__new (
         job_id        INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
