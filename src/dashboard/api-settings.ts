@@ -22,10 +22,24 @@ export interface JobView {
   kind: string;
   state: "pending" | "running" | "done" | "failed";
   created_at: string;
-  result?: { url?: string; format?: string; rows?: number; bytes?: number; expires_at?: string } | null;
+  result?: { format?: string; rows?: number; bytes?: number; expires_at?: string } | null;
   error?: string | null;
   /** Parts (partitions, recent events) written so far, while an export runs. */
   progress?: { done_partitions: number; total_partitions: number; rows: number } | null;
+}
+/** An app's export as GET /apps/{id}/exports lists it (never its link). */
+export interface ExportView {
+  id: number;
+  format: string;
+  state: "pending" | "running" | "ready" | "failed" | "expired" | "revoked";
+  from: string | null;
+  to: string | null;
+  rows: number | null;
+  bytes: number | null;
+  expires_at: string | null;
+  revoked_at: string | null;
+  requested_by: Creator | null;
+  created_at: string;
 }
 export interface ShareLinkView {
   id: number;
@@ -101,7 +115,10 @@ export const settingsApi = {
   addKey: (id: number) => call<{ key: string }>("POST", `/apps/${id}/keys`),
   revokeKey: (id: number, key: string) => call<void>("DELETE", `/apps/${id}/keys/${encodeURIComponent(key)}`),
   forwardingSecret: (id: number) => call<{ secret: string }>("POST", `/apps/${id}/forwarding-secret`),
-  startExport: (id: number, format: "parquet" | "csv") => call<{ job_id: number }>("POST", `/apps/${id}/export`, { format }),
+  /** The url is the download link, shown in this answer only. */
+  startExport: (id: number, format: "parquet" | "csv") => call<{ job_id: number; url: string }>("POST", `/apps/${id}/export`, { format }),
+  exports: (id: number) => call<ExportView[]>("GET", `/apps/${id}/exports`),
+  revokeExport: (id: number, exportId: number) => call<void>("DELETE", `/apps/${id}/exports/${exportId}`),
   job: (id: number) => call<JobView>("GET", `/jobs/${id}`),
   shareLinks: (id: number) => call<ShareLinkView[]>("GET", `/apps/${id}/share-links`),
   createShareLink: (id: number, name: string) => call<CreatedShareLink>("POST", `/apps/${id}/share-links`, name ? { name } : {}),

@@ -50,8 +50,9 @@ export function signInUrl(): string {
 /**
  * GET answers in flight or a few seconds old, by URL: a view asking what the boot's
  * prefetch already asked gets the same answer instead of a second round trip. Any other
- * method empties it (what it changed must be read afresh); live counts and job states,
- * which views poll, never enter it.
+ * method empties it (what it changed must be read afresh); live counts, job states and
+ * an app's exports (whose states a running job changes), which views poll or re-read when a
+ * job ends, never enter it.
  */
 const recent = new Map<string, { at: number; answer: Promise<unknown> }>();
 const RECENT_MS = 5000;
@@ -65,7 +66,7 @@ export function call<T>(method: string, path: string, body?: unknown, q?: Query)
   const hit = recent.get(key);
   if (hit && performance.now() - hit.at < RECENT_MS) return hit.answer as Promise<T>;
   const answer = send<T>(method, path, body, q);
-  if (!path.endsWith("/live") && !path.startsWith("/jobs/")) {
+  if (!path.endsWith("/live") && !path.startsWith("/jobs/") && !path.endsWith("/exports")) {
     recent.set(key, { at: performance.now(), answer });
     answer.catch(() => recent.delete(key));
   }

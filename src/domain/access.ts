@@ -48,13 +48,17 @@ export function requireOrg(db: Db, actor: Actor, orgId: number, min: Role): { or
   return { org, role };
 }
 
-export function requireApp(db: Db, actor: Actor, appId: number, min: Role, opts: { deleted?: boolean } = {}): { app: AppRow; role: Role } {
+/** `deleted`: true for a deleted app only, "too" for a live or deleted one (not yet purged). */
+export function requireApp(
+  db: Db,
+  actor: Actor,
+  appId: number,
+  min: Role,
+  opts: { deleted?: boolean | "too" } = {},
+): { app: AppRow; role: Role } {
+  const which = opts.deleted === "too" ? "" : opts.deleted ? "AND a.deleted_at IS NOT NULL" : "AND a.deleted_at IS NULL";
   const app = db
-    .query<AppRow, [number]>(
-      `SELECT a.* FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = ? AND o.deleted_at IS NULL AND ${
-        opts.deleted ? "a.deleted_at IS NOT NULL" : "a.deleted_at IS NULL"
-      }`,
-    )
+    .query<AppRow, [number]>(`SELECT a.* FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = ? AND o.deleted_at IS NULL ${which}`)
     .get(appId);
   // Any other app is, for a share link, one that does not exist.
   const role = !app ? null : actor.kind === "share" ? (actor.appId === app.id ? SHARE_ROLE : null) : roleIn(db, actor, app.org_id);

@@ -5,7 +5,7 @@
 
 import type { Db } from "./db.ts";
 import { requireApp, requireOrg, type AppRow } from "./access.ts";
-import { conflict, forbidden, invalid } from "../model/errors.ts";
+import { conflict, forbidden, invalid, notFound } from "../model/errors.ts";
 import { cleanName, type CreationLimits } from "./orgs.ts";
 import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
@@ -180,6 +180,16 @@ export function deleteApp(db: Db, actor: Actor, appId: number, now: number) {
   db.query("UPDATE apps SET deleted_at = ? WHERE id = ?").run(now, appId);
   appsChanged(db);
   return { id: appId, deleted_at: iso(now), restore_until: iso(now + UNDO_WINDOW_MS) };
+}
+
+/**
+ * An app that is live or deleted within its undo window (for what admins may still tidy up
+ * while it can come back: its share links and export links); past the window, not found.
+ */
+export function requireAppInUndoWindow(db: Db, actor: Actor, appId: number, now: number) {
+  const r = requireApp(db, actor, appId, "admin", { deleted: "too" });
+  if (r.app.deleted_at !== null && r.app.deleted_at + UNDO_WINDOW_MS <= now) throw notFound("app");
+  return r;
 }
 
 export function restoreApp(db: Db, actor: Actor, appId: number, now: number, bounds: AppBounds = builtinBounds(db)) {

@@ -106,6 +106,7 @@ export function migrate(db: Db, migrations: Migration[]): number {
     throw new Error(`the data directory was written by a newer Sextant (schema ${current}, this build knows ${newest})`);
   }
   let applied = 0;
+  let scrubbed = false;
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (m.version <= current) continue;
     // PRAGMA foreign_keys is a no-op inside a transaction: set it around it.
@@ -125,6 +126,9 @@ export function migrate(db: Db, migrations: Migration[]): number {
       if (m.rebuildsTables) db.exec(`PRAGMA foreign_keys = ${fk ? "ON" : "OFF"}`);
     }
     applied++;
+    scrubbed ||= m.scrubs === true;
   }
+  // Outside any transaction: a checkpoint cannot run inside one.
+  if (scrubbed) db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   return applied;
 }

@@ -2,8 +2,8 @@
 // members and viewers; owners also of owners; the last owner can be neither removed nor
 // demoted; anyone may remove themselves, except the last owner. Someone removed, or demoted
 // below admin, loses what they left behind as an admin in that org: their pending
-// invitations are withdrawn, and the API tokens and share links they created revoked, in the
-// same transaction.
+// invitations are withdrawn, and the API tokens, share links and export links they created
+// revoked, in the same transaction.
 
 import type { Db } from "./db.ts";
 import { requireOrg } from "./access.ts";
@@ -12,12 +12,14 @@ import { atLeast, type Actor, type Role } from "./roles.ts";
 import { withdrawInvitationsSentBy } from "./invitations.ts";
 import { revokeTokensCreatedBy } from "./tokens.ts";
 import { revokeShareLinksCreatedBy } from "./share-links.ts";
+import { revokeExportsRequestedBy } from "./exports.ts";
 
 /** What someone who can no longer administer an org leaves behind there stops working. */
 function dropAdminLegacy(db: Db, orgId: number, userId: number, now: number): void {
   withdrawInvitationsSentBy(db, orgId, userId);
   revokeTokensCreatedBy(db, orgId, userId, now);
   revokeShareLinksCreatedBy(db, orgId, userId, now);
+  revokeExportsRequestedBy(db, orgId, userId, now);
 }
 
 export function listMembers(db: Db, actor: Actor, orgId: number) {

@@ -17,6 +17,11 @@ export interface Migration {
    * then `sql` is skipped. For changes SQLite cannot write with IF NOT EXISTS (ADD COLUMN).
    */
   doneIf?: string;
+  /**
+   * Removes secrets that were stored in clear: after it, the SQLite log is checkpointed and
+   * cut to nothing, so no copy of the pages as they were stays in it (db.ts).
+   */
+  scrubs?: boolean;
 }
 
 /**
@@ -392,6 +397,50 @@ export const MIGRATIONS: Migration[] = [
       INSERT INTO salts__new (zone, day, salt) SELECT 'UTC', day, salt FROM salts;
       DROP TABLE salts;
       ALTER TABLE salts__new RENAME TO salts;
+    `,
+  },
+  {
+    version: 12,
+    name: "export links: who asked, revocable, no clear URL",
+    // Until now the download link's URL, token included, was kept in jobs.result: whoever
+    // read the store or a backup of it could download. Each export now has its row from
+    // the moment it is asked for (the token is made then, and shown once, in that answer)
+    // with who asked, so that the link is revoked when that person is no longer an admin
+    // (members.ts) or by hand (DELETE /apps/{id}/exports/{export_id}). Existing links keep
+    // working until they expire (at most 7 days), with who asked unknown; their URLs go.
+    // A job left pending or running has no token anyone was shown: it fails, to be asked
+    // again. A job with two rows (a crash between the insert and the job's end) keeps the
+    // newer, whose URL its result named.
+    scrubs: true,
+    // Its trigger is there once it ran (a store whose user_version was lowered by hand).
+    doneIf: "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'exports_revoked_with_asker'",
+    sql: `
+      CREATE TABLE exports__new (
+        job_id        INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+        token_hash    TEXT NOT NULL UNIQUE,
+        requested_by  INTEGER REFERENCES users(id) ON DELETE SET NULL,
+        format        TEXT NOT NULL,
+        file          TEXT,
+        expires_at    INTEGER,
+        purged        INTEGER NOT NULL DEFAULT 0,
+        revoked_at    INTEGER
+      );
+      INSERT OR IGNORE INTO exports__new (job_id, token_hash, format, file, expires_at, purged)
+        SELECT e.job_id, e.token_hash, e.format, e.file, e.expires_at, e.purged
+          FROM exports e JOIN jobs j ON j.id = e.job_id ORDER BY e.job_id, e.expires_at DESC;
+      DROP TABLE exports;
+      ALTER TABLE exports__new RENAME TO exports;
+      CREATE INDEX exports_by_expiry ON exports(expires_at);
+      CREATE INDEX exports_by_requester ON exports(requested_by);
+      UPDATE jobs SET result = json_remove(result, '$.url') WHERE kind = 'export' AND result IS NOT NULL;
+      UPDATE jobs SET state = 'failed', finished_at = CAST(strftime('%s', 'now') AS INTEGER) * 1000,
+             error = 'asked for before an upgrade, which gives each export its link when it is asked for: export again'
+       WHERE kind = 'export' AND state IN ('pending', 'running');
+      -- A deleted account's links stop: requested_by becomes null (unknown) only once they are revoked.
+      CREATE TRIGGER exports_revoked_with_asker BEFORE DELETE ON users BEGIN
+        UPDATE exports SET revoked_at = CAST(strftime('%s', 'now') AS INTEGER) * 1000
+         WHERE requested_by = OLD.id AND revoked_at IS NULL;
+      END;
     `,
   },
 ];

@@ -23,8 +23,12 @@ export interface Purged {
  */
 function deleteKeyedRows(db: Db, appIds: number[], orgIds: number[]): string[] {
   const files: string[] = [];
-  const ofOrg = db.query<{ file: string }, [number]>("SELECT e.file FROM exports e JOIN jobs j ON j.id = e.job_id WHERE j.org_id = ?");
-  const ofApp = db.query<{ file: string }, [number]>("SELECT e.file FROM exports e JOIN jobs j ON j.id = e.job_id WHERE j.app_id = ?");
+  const ofOrg = db.query<{ file: string }, [number]>(
+    "SELECT e.file FROM exports e JOIN jobs j ON j.id = e.job_id WHERE j.org_id = ? AND e.file IS NOT NULL",
+  );
+  const ofApp = db.query<{ file: string }, [number]>(
+    "SELECT e.file FROM exports e JOIN jobs j ON j.id = e.job_id WHERE j.app_id = ? AND e.file IS NOT NULL",
+  );
   for (const org of orgIds) {
     files.push(...ofOrg.all(org).map((r) => r.file));
     db.query("DELETE FROM quota WHERE org = ?").run(org);

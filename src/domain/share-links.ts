@@ -3,6 +3,8 @@
 // once (every request looks the hash up; there is no cache to go stale). A link works
 // while its app and org are live: a deleted app's links stop at once (and work again if
 // the app is restored within its undo window), and go with the app when it is purged.
+// Within the undo window admins still list and revoke them, so that a link they want gone
+// does not come back with the app.
 
 import type { Db } from "./db.ts";
 import { requireApp } from "./access.ts";
@@ -12,6 +14,7 @@ import type { Actor } from "./roles.ts";
 import { randomToken, sha256 } from "../util/secrets.ts";
 import { iso } from "./time.ts";
 import { creatorView } from "./users.ts";
+import { requireAppInUndoWindow } from "./apps.ts";
 
 export const SHARE_PREFIX = "shr_";
 export const DEFAULT_SHARE_NAME = "Share link";
@@ -43,8 +46,8 @@ export function createShareLink(db: Db, actor: Actor, appId: number, rawName: st
 }
 
 /** Active links of an app (admins) with who made each (null: unknown, or the account is gone); never their values. */
-export function listShareLinks(db: Db, actor: Actor, appId: number) {
-  requireApp(db, actor, appId, "admin");
+export function listShareLinks(db: Db, actor: Actor, appId: number, now: number) {
+  requireAppInUndoWindow(db, actor, appId, now);
   return db
     .query<{ id: number; name: string; created_at: number; user_id: number | null; email: string | null }, [number]>(
       `SELECT s.id, s.name, s.created_at, u.id AS user_id, u.email FROM share_links s LEFT JOIN users u ON u.id = s.created_by
@@ -60,7 +63,7 @@ export function listShareLinks(db: Db, actor: Actor, appId: number) {
 }
 
 export function revokeShareLink(db: Db, actor: Actor, appId: number, linkId: number, now: number): void {
-  requireApp(db, actor, appId, "admin");
+  requireAppInUndoWindow(db, actor, appId, now);
   const r = db.query("UPDATE share_links SET revoked_at = ? WHERE id = ? AND app_id = ? AND revoked_at IS NULL").run(now, linkId, appId);
   if (r.changes === 0) throw notFound("share link");
 }

@@ -79,7 +79,7 @@ function sweepExportFiles(db: Db, dir: string): number {
   // written (./data, an absolute path, a directory since moved).
   const known = new Set(
     db
-      .query<{ file: string }, []>("SELECT file FROM exports WHERE purged = 0")
+      .query<{ file: string }, []>("SELECT file FROM exports WHERE purged = 0 AND file IS NOT NULL")
       .all()
       .map((r) => basename(r.file)),
   );

@@ -1,6 +1,8 @@
 // Exports: every event of an app (or of a range of UTC days) in one file, Parquet (default)
 // or CSV, written by a job and downloadable for 7 days through an unguessable link that
-// needs no session.
+// needs no session. The link was made, and shown once, when the export was asked for
+// (domain/exports.ts); this writes its file, answers its downloads and deletes the files of
+// expired and revoked links.
 //
 // Streamed: the partitions and copies of the heads are taken at one instant
 // (EventStore.exportPlan), then each part is decoded, cut to the range and appended to
@@ -14,8 +16,10 @@ import { join } from "node:path";
 import type { Db } from "../domain/db.ts";
 import type { Logger } from "../infra/log.ts";
 import { claimJob, failJob, finishJob, setJobProgress, type JobRow } from "../domain/jobs.ts";
-import { randomToken, sha256 } from "../util/secrets.ts";
+import { sha256 } from "../util/secrets.ts";
 import { iso } from "../domain/time.ts";
+import { revokeExport } from "../domain/exports.ts";
+import type { Actor } from "../domain/roles.ts";
 import { DAY_MS } from "../util/time.ts";
 import { mkdirPrivate } from "../util/private-files.ts";
 import type { EventStore } from "../store/store.ts";
@@ -32,7 +36,6 @@ export interface ExportDeps {
   log: Logger;
   store: EventStore;
   dir: string;
-  publicUrl: string;
   now: () => number;
 }
 
@@ -63,10 +66,14 @@ export async function runExportJobs(d: ExportDeps): Promise<number> {
 
 async function exportJob(d: ExportDeps, job: JobRow) {
   const { app, format, from, to } = JSON.parse(job.params) as { app: number; format: ExportFormat; from?: string; to?: string };
+  const link = d.db
+    .query<{ token_hash: string; revoked_at: number | null }, [number]>("SELECT token_hash, revoked_at FROM exports WHERE job_id = ?")
+    .get(job.id);
+  if (!link) throw new Error("no download link was made for it; export again");
+  if (link.revoked_at !== null) throw new Error("its link was revoked before the file was written");
   mkdirPrivate(d.dir);
-  const token = randomToken(32);
   const ext = format === "csv" ? "csv" : "parquet";
-  const file = join(d.dir, `${job.id}-${sha256(token).slice(0, 16)}.${ext}`);
+  const file = join(d.dir, `${job.id}-${link.token_hash.slice(0, 16)}.${ext}`);
   const tmp = `${file}.tmp`;
   const fromMs = from ? Date.parse(`${from}T00:00:00Z`) : -Infinity;
   const toMs = to ? Date.parse(`${to}T00:00:00Z`) + DAY_MS : Infinity;
@@ -108,14 +115,13 @@ async function exportJob(d: ExportDeps, job: JobRow) {
   }
   const now = d.now();
   const expires = now + EXPORT_TTL_MS;
-  try {
-    d.db
-      .query("INSERT INTO exports (token_hash, job_id, file, format, expires_at) VALUES (?, ?, ?, ?, ?)")
-      .run(sha256(token), job.id, file, format, expires);
-  } catch (e) {
-    // The job's org or app was purged while the file was written: the file goes too.
+  const written = d.db
+    .query("UPDATE exports SET file = ?, expires_at = ?, purged = 0 WHERE job_id = ? AND revoked_at IS NULL")
+    .run(file, expires, job.id).changes;
+  if (written === 0) {
+    // Revoked, or the job's org or app purged, while the file was written: the file goes too.
     rmSync(file, { force: true });
-    throw e;
+    throw new Error("its link was revoked (or its app purged) while the file was written");
   }
   d.log.info("export written", {
     job: job.id,
@@ -127,7 +133,6 @@ async function exportJob(d: ExportDeps, job: JobRow) {
     ms: Math.round(performance.now() - t0),
   });
   return {
-    url: `${d.publicUrl}/exports/${token}`,
     format,
     rows: progress.rows,
     bytes: bytes || statSync(file).size,
@@ -137,16 +142,28 @@ async function exportJob(d: ExportDeps, job: JobRow) {
   };
 }
 
-/** The file behind a download link, or why not: unknown (404) or expired (410). */
-export function resolveDownload(db: Db, token: string, now: number): { file: string; format: ExportFormat } | "unknown" | "expired" {
+export type Download = { file: string; format: ExportFormat } | "unknown" | "not_ready" | "failed" | "expired" | "revoked";
+
+/**
+ * The file behind a download link, or why not: unknown (404), not written yet (409), its
+ * job failed, its 7 days are over or it was revoked (410). A link whose asker is no longer
+ * an admin or owner of the org counts as revoked, whatever path took their role away.
+ */
+export function resolveDownload(db: Db, token: string, now: number): Download {
   // The router hands null for a path segment it cannot decode (%ED%A0%80, a lone surrogate);
   // hashing null threw, answered 500. Found by tests/reliability/fuzz.test.ts.
   if (typeof token !== "string") return "unknown";
   // The link works only while its org and app do: a deleted one (even within the app's
   // undo window, or before the org's purge has run) has no downloads.
   const r = db
-    .query<{ file: string; format: ExportFormat; expires_at: number }, [string]>(
-      `SELECT e.file, e.format, e.expires_at FROM exports e
+    .query<
+      { file: string | null; format: ExportFormat; expires_at: number | null; revoked_at: number | null; state: string; asker_ok: number },
+      [string]
+    >(
+      `SELECT e.file, e.format, e.expires_at, e.revoked_at, j.state,
+              e.requested_by IS NULL OR EXISTS (SELECT 1 FROM members m WHERE m.org_id = j.org_id
+                AND m.user_id = e.requested_by AND m.role IN ('owner', 'admin')) AS asker_ok
+         FROM exports e
          JOIN jobs j ON j.id = e.job_id
          JOIN orgs o ON o.id = j.org_id AND o.deleted_at IS NULL
          JOIN apps a ON a.id = j.app_id AND a.deleted_at IS NULL AND a.org_id = o.id
@@ -154,20 +171,37 @@ export function resolveDownload(db: Db, token: string, now: number): { file: str
     )
     .get(sha256(token));
   if (!r) return "unknown";
+  if (r.revoked_at !== null || !r.asker_ok) return "revoked";
+  if (r.state === "failed") return "failed";
+  if (r.file === null || r.expires_at === null) return "not_ready";
   if (r.expires_at <= now) return "expired";
   // Removed by hand, or by a purge racing this request: no such export, not a 500.
   if (!existsSync(r.file)) return "unknown";
   return { file: r.file, format: r.format };
 }
 
-/** Deletes export files past their 7 days (the rows stay, so old links answer 410). */
+/** Revokes an export's link (domain/exports.ts) and deletes its file at once. */
+export function revokeExportLink(db: Db, actor: Actor, appId: number, exportId: number, now: number): void {
+  const { file } = revokeExport(db, actor, appId, exportId, now);
+  if (file === null) return;
+  rmSync(file, { force: true });
+  db.query("UPDATE exports SET purged = 1 WHERE job_id = ?").run(exportId);
+}
+
+/**
+ * Deletes export files past their 7 days, and those of revoked links (revoked by a change
+ * of role: DELETE /apps/{id}/exports/{id} deletes its file at once). The rows stay, so old
+ * links answer 410.
+ */
 export function purgeExpiredExports(db: Db, now: number): number {
   const rows = db
-    .query<{ token_hash: string; file: string }, [number]>("SELECT token_hash, file FROM exports WHERE expires_at <= ? AND purged = 0")
+    .query<{ job_id: number; file: string }, [number]>(
+      "SELECT job_id, file FROM exports WHERE (expires_at <= ? OR revoked_at IS NOT NULL) AND purged = 0 AND file IS NOT NULL",
+    )
     .all(now);
   for (const r of rows) {
     rmSync(r.file, { force: true });
-    db.query("UPDATE exports SET purged = 1 WHERE token_hash = ?").run(r.token_hash);
+    db.query("UPDATE exports SET purged = 1 WHERE job_id = ?").run(r.job_id);
   }
   // A year later even the 410 is forgotten.
   db.query("DELETE FROM exports WHERE expires_at <= ?").run(now - 365 * DAY_MS);

@@ -264,4 +264,34 @@ export const ExportRequest = t.Object(
   },
   named("ExportRequest", strict),
 );
-export const JobStarted = t.Object({ job_id: Int() }, named("JobStarted", {}));
+export const ExportStarted = t.Object(
+  {
+    job_id: Int(),
+    url: t.String({
+      description:
+        "{public_url}/exports/{token}: the download link, shown this once only (GET /jobs/{id} and the export list never show it). It answers 409 export_not_ready until the job is done, then the file for 7 days.",
+    }),
+  },
+  named("ExportStarted", {}),
+);
+export const ExportView = t.Object(
+  {
+    id: Int({ description: "The export's id: its job's id (GET /jobs/{id})." }),
+    format: t.String(),
+    state: t.Union(
+      [t.Literal("pending"), t.Literal("running"), t.Literal("ready"), t.Literal("failed"), t.Literal("expired"), t.Literal("revoked")],
+      { description: "ready: the link downloads the file; expired: its 7 days are over; revoked: by an admin, or its asker lost admin." },
+    ),
+    from: t.Nullable(t.String({ description: "First UTC day exported; null: from the first event." })),
+    to: t.Nullable(t.String({ description: "Last UTC day exported; null: to the last event." })),
+    rows: t.Nullable(Int({ description: "Rows written; null until done." })),
+    bytes: t.Nullable(Int({ description: "Size of the file; null until done." })),
+    expires_at: t.Nullable(Iso("When the link stops (7 days after the file was written); null until done.")),
+    revoked_at: t.Nullable(Iso()),
+    requested_by: t.Nullable(t.Object({ user_id: Int(), email: t.String() }), {
+      description: "Who asked for it; null when unknown (asked before this was recorded, or the person's account is gone).",
+    }),
+    created_at: Iso(),
+  },
+  named("ExportView", {}),
+);

@@ -109,6 +109,15 @@ export const pageRoutes = (svc: Services) =>
         }
         if (r === "expired")
           return errorResponse(410, "export_expired", "This export link has expired (links work for 7 days); export again.");
+        if (r === "revoked")
+          return errorResponse(410, "export_revoked", "This export link was revoked; an admin of the app can export again.");
+        if (r === "failed") return errorResponse(410, "export_failed", "This export failed; export again.");
+        if (r === "not_ready")
+          return errorResponse(
+            409,
+            "export_not_ready",
+            "The file is still being written; try again once its job (GET /api/v1/jobs/{id}) is done.",
+          );
         const file = Bun.file(r.file);
         return new Response(file, {
           headers: {

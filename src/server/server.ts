@@ -144,7 +144,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const scheduler = new Scheduler(log, now, opts.autoSchedule ?? true);
   const recovered = recoverJobs(db, now());
   if (recovered.resumed || recovered.failed) log.info("jobs interrupted by the last stop", recovered);
-  const exportDeps = { db, log, store, dir: join(config.dataDir, "exports"), publicUrl: config.publicUrl, now };
+  const exportDeps = { db, log, store, dir: join(config.dataDir, "exports"), now };
   let exporting: Promise<unknown> | null = null;
   const kickExports = () => {
     exporting ??= runExportJobs(exportDeps).finally(() => (exporting = null));

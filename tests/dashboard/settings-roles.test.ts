@@ -1,6 +1,7 @@
 // Settings pages in a real browser, by role: an owner renames, pauses, adds keys (up to the
 // 20-key limit, where the server's 409 shows), makes an API token (its value shown once),
-// invites, exports (to a download link that answers), makes a share link (opened in a
+// invites, exports (to a download link that answers, shown once; the list of exports and
+// its revoke button), makes a share link (opened in a
 // fresh context it shows that app's statistics and nothing else), deletes and restores an
 // app, deletes an org; a viewer of the same org sees none of those controls, and someone
 // demoted while the page is open sees the server's refusal; the account page lists the
@@ -149,17 +150,38 @@ describe("settings pages by role", () => {
     expect(page.url()).toContain(`export=${jobId}`);
     const job = await api(`/jobs/${jobId}`, owner);
     expect(job.state).toBe("done");
-    const href = await page.getByRole("link", { name: "Download" }).getAttribute("href");
-    expect(href).toBe(job.result.url);
-    const file = await fetch(local(href!));
+    // The link is the one shown once in the page; the job never names it.
+    const href = (await page.getByRole("link", { name: "Download" }).getAttribute("href"))!;
+    expect(await page.locator(".export-job input.secret").getAttribute("data-secret")).toBe(href);
+    expect(JSON.stringify(job)).not.toContain(href.split("/").pop()!);
+    const file = await fetch(local(href));
     expect(file.status).toBe(200);
     expect((await file.text()).split("\n").filter(Boolean).length).toBe(1 + job.result.rows);
     expect(job.result.rows).toBe(2);
+    // The app's exports list it as the API does, and its revoke button stops the link.
+    const [listed] = await api(`/apps/${appId}/exports`, owner);
+    expect(listed).toMatchObject({ id: jobId, state: "ready", format: "csv", requested_by: { email: OWNER } });
+    const row = page.locator(`tr[data-export="${jobId}"]`);
+    await page.locator(`tr[data-export="${jobId}"][data-state="ready"]`).waitFor();
+    const cells = await row.locator("td").allInnerTexts();
+    expect(cells.slice(0, 4)).toEqual([`#${jobId} csv`, "ready", `2 rows, ${(listed.bytes / 1024).toFixed(1)} KB`, OWNER]);
+    await screenshot(page, "settings-exports");
+    await row.getByRole("button", { name: `Revoke the link of export #${jobId}` }).click();
+    await row.getByRole("button", { name: "Yes, revoke" }).click();
+    await page.locator(`tr[data-export="${jobId}"][data-state="revoked"]`).waitFor();
+    expect((await api(`/apps/${appId}/exports`, owner))[0].state).toBe("revoked");
+    expect((await fetch(local(href))).status).toBe(410);
+    await page.locator(".export-job", { hasText: "Its link was revoked" }).waitFor();
+    expect(await page.getByRole("link", { name: "Download" }).count()).toBe(0);
+    await screenshot(page, "settings-exports-revoked");
 
     // Share link: made with a name, its URL shown once, listed like the API lists it.
     await page.getByLabel("Link name (for this list)").fill("For the investors");
     await page.getByRole("button", { name: "Make a share link" }).click();
-    const shareUrl = (await page.locator(".shown-once input.secret").getAttribute("data-secret"))!;
+    const shareUrl = (await page
+      .getByRole("region", { name: "Share links" })
+      .locator(".shown-once input.secret")
+      .getAttribute("data-secret"))!;
     expect(shareUrl).toMatch(/\/share\/shr_/);
     const links = await api(`/apps/${appId}/share-links`, owner);
     expect(links.map((l: { name: string }) => l.name)).toEqual(["For the investors"]);

@@ -55,10 +55,10 @@ async function sendEvents(s: TestServer, key: string, n: number, clock: TestCloc
 async function exportUrl(s: TestServer, headers: Record<string, string>, appId: number): Promise<string> {
   const r = await s.api(`/apps/${appId}/export`, { method: "POST", json: { format: "csv" }, headers });
   expect(r.status).toBe(202);
-  const { job_id } = (await r.json()) as { job_id: number };
+  const { job_id, url } = (await r.json()) as { job_id: number; url: string };
   for (let i = 0; i < 200; i++) {
-    const j = (await (await s.api(`/jobs/${job_id}`, { headers })).json()) as { state: string; result: { url: string } | null };
-    if (j.state === "done") return j.result!.url.replace(s.server.services.config.publicUrl, s.url);
+    const j = (await (await s.api(`/jobs/${job_id}`, { headers })).json()) as { state: string };
+    if (j.state === "done") return url.replace(s.server.services.config.publicUrl, s.url);
     await Bun.sleep(20);
   }
   throw new Error("export did not finish");

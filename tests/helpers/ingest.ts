@@ -17,6 +17,28 @@ export async function ownerHeaders(s: TestServer, email = `owner-${Math.random()
   return sessionHeaders(v.headers.get("set-cookie")!.split(";")[0]!);
 }
 
+/** A person signed in and made a member of an org with `role` through a real invitation from `inviter`. */
+export async function joinOrg(
+  s: TestServer,
+  inviter: Record<string, string>,
+  orgId: number,
+  email: string,
+  role: "viewer" | "member" | "admin" | "owner",
+): Promise<{ headers: Record<string, string>; userId: number }> {
+  const sent = await s.api(`/orgs/${orgId}/invitations`, { method: "POST", json: { email, role }, headers: inviter });
+  if (sent.status !== 201) throw new Error(`invitation ${sent.status}: ${await sent.text()}`);
+  const line = [...s.logs]
+    .reverse()
+    .map((l) => JSON.parse(l) as { link?: string; to?: string })
+    .find((l) => l.to === email && l.link?.includes("/invitations/accept"))!;
+  const token = new URL(line.link!).searchParams.get("token")!;
+  const headers = await ownerHeaders(s, email);
+  const accepted = await s.api("/invitations/accept", { method: "POST", json: { token }, headers });
+  if (accepted.status !== 200) throw new Error(`accept ${accepted.status}: ${await accepted.text()}`);
+  const me = (await (await s.api("/me", { headers })).json()) as { user: { id: number } };
+  return { headers, userId: me.user.id };
+}
+
 export async function newApp(
   s: TestServer,
   headers: Record<string, string>,

@@ -49,8 +49,10 @@ beforeAll(async () => {
 afterAll(() => s.stop());
 
 type Job = {
+  /** The download link, from the answer that started the job (the job never shows it). */
+  url: string;
   state: string;
-  result: { url: string; rows: number; from?: string; to?: string } | null;
+  result: { rows: number; from?: string; to?: string } | null;
   error: string | null;
   progress: { done_partitions: number; total_partitions: number; rows: number } | null;
 };
@@ -58,10 +60,10 @@ type Job = {
 async function exportAndWait(body: Record<string, unknown>): Promise<Job> {
   const r = await s.api(`/apps/${app.appId}/export`, { method: "POST", json: body, headers: owner });
   expect(r.status).toBe(202);
-  const { job_id } = (await r.json()) as { job_id: number };
+  const { job_id, url } = (await r.json()) as { job_id: number; url: string };
   for (let i = 0; i < 200; i++) {
     const j = (await (await s.api(`/jobs/${job_id}`, { headers: owner })).json()) as Job;
-    if (j.state === "done") return j;
+    if (j.state === "done") return { ...j, url };
     if (j.state === "failed") throw new Error(j.error ?? "failed");
     await Bun.sleep(20);
   }
@@ -69,7 +71,7 @@ async function exportAndWait(body: Record<string, unknown>): Promise<Job> {
 }
 
 async function download(j: Job, ext: string): Promise<string> {
-  const res = await fetch(j.result!.url.replace(s.server.services.config.publicUrl, s.url));
+  const res = await fetch(j.url.replace(s.server.services.config.publicUrl, s.url));
   expect(res.status).toBe(200);
   const file = join(tempDir("sextant-export-stream-"), `e.${ext}`);
   writeFileSync(file, new Uint8Array(await res.arrayBuffer()));
@@ -131,7 +133,7 @@ describe("streamed exports", () => {
     // The head holds events of the 18th to the 20th: cut to the range row by row.
     const two = inRange("2026-11-18", "2026-11-19");
     const c = await exportAndWait({ format: "csv", from: "2026-11-18", to: "2026-11-19" });
-    const text = await (await fetch(c.result!.url.replace(s.server.services.config.publicUrl, s.url))).text();
+    const text = await (await fetch(c.url.replace(s.server.services.config.publicUrl, s.url))).text();
     const lines = text.trimEnd().split("\r\n");
     expect(lines.length).toBe(two.length + 1);
     expect(

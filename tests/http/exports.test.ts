@@ -38,14 +38,15 @@ afterAll(() => s.stop());
 async function exportAndWait(format?: string) {
   const r = await s.api(`/apps/${app.appId}/export`, { method: "POST", json: format ? { format } : {}, headers: owner });
   expect(r.status).toBe(202);
-  const { job_id } = (await r.json()) as { job_id: number };
+  // The link is in the answer that starts the job, and nowhere else.
+  const { job_id, url } = (await r.json()) as { job_id: number; url: string };
   for (let i = 0; i < 100; i++) {
     const j = (await (await s.api(`/jobs/${job_id}`, { headers: owner })).json()) as {
       state: string;
-      result: { url: string; rows: number; expires_at: string } | null;
+      result: { rows: number; expires_at: string } | null;
       error: string | null;
     };
-    if (j.state === "done") return j.result!;
+    if (j.state === "done") return { ...j.result!, url };
     if (j.state === "failed") throw new Error(j.error ?? "failed");
     await Bun.sleep(20);
   }
@@ -102,7 +103,7 @@ describe("exports", () => {
     expect((await fetch(`${s.url}/exports/nope`)).status).toBe(404);
     const res = await exportAndWait("csv");
     const url = res.url.replace(s.server.services.config.publicUrl, s.url);
-    const file = (s.server.services.db.query("SELECT file FROM exports ORDER BY rowid DESC LIMIT 1").get() as { file: string }).file;
+    const file = (s.server.services.db.query("SELECT file FROM exports ORDER BY job_id DESC LIMIT 1").get() as { file: string }).file;
     expect(existsSync(file)).toBe(true);
     clock.advance(7 * 86_400_000 + 1);
     const gone = await fetch(url);
@@ -130,6 +131,7 @@ describe("jobs across restarts", () => {
         "INSERT INTO jobs (org_id, app_id, kind, state, params, created_at) VALUES (?, ?, 'export', 'running', ?, ?) RETURNING id",
       )
       .get(a.orgId, a.appId, JSON.stringify({ app: a.appId, format: "csv" }), Date.now())!;
+    db.query("INSERT INTO exports (job_id, token_hash, format) VALUES (?, ?, 'csv')").run(id, "0".repeat(64));
     await t1.abort();
     const t2 = await startTestServer({ dataDir: dir });
     try {

@@ -17,6 +17,7 @@ import { createApp, deleteApp } from "../../src/domain/apps.ts";
 import { createToken, revokeToken } from "../../src/domain/tokens.ts";
 import { createShareLink, revokeShareLink } from "../../src/domain/share-links.ts";
 import { saveFunnel } from "../../src/domain/funnels.ts";
+import { requestExport } from "../../src/domain/exports.ts";
 import { createInvitation } from "../../src/domain/invitations.ts";
 import type { Actor, Role } from "../../src/domain/roles.ts";
 
@@ -72,6 +73,8 @@ interface World {
   token: string;
   revokedToken: string;
   jobId: number;
+  /** An export of appId (its job, not yet run). */
+  exportId: number;
   /** A share link of appId, and a revoked one. */
   shareLinkId: number;
   share: string;
@@ -119,6 +122,7 @@ function buildWorld(): World {
       "INSERT INTO jobs (org_id, app_id, kind, state, created_at) VALUES (?, ?, 'export', 'done', ?) RETURNING id",
     )
     .get(orgId, app.app.id, now)!;
+  const { job_id: exportId } = requestExport(db, owner, app.app.id, { format: "csv" }, now, s.url);
   return {
     orgId,
     orgName,
@@ -133,6 +137,7 @@ function buildWorld(): World {
     token: tok.token,
     revokedToken: revoked.token,
     jobId,
+    exportId,
     shareLinkId: share.id,
     share: share.token,
     revokedShare: revokedShare.token,
@@ -214,6 +219,8 @@ const CASES: Record<string, Case> = {
   "GET /apps/{id}/sessions": { path: (w) => `/apps/${w.appId}/sessions`, ok: 200 },
   "GET /apps/{id}/sessions/{session_id}": { path: (w) => `/apps/${w.appId}/sessions/abc-ff`, ok: 200 },
   "POST /apps/{id}/export": { path: (w) => `/apps/${w.appId}/export`, body: () => ({ format: "csv" }), ok: 202 },
+  "GET /apps/{id}/exports": { path: (w) => `/apps/${w.appId}/exports`, ok: 200 },
+  "DELETE /apps/{id}/exports/{export_id}": { path: (w) => `/apps/${w.appId}/exports/${w.exportId}`, ok: 204 },
   "GET /apps/{id}/share-links": { path: (w) => `/apps/${w.appId}/share-links`, ok: 200 },
   "POST /apps/{id}/share-links": { path: (w) => `/apps/${w.appId}/share-links`, body: () => ({ name: "Public" }), ok: 201 },
   "DELETE /apps/{id}/share-links/{link_id}": { path: (w) => `/apps/${w.appId}/share-links/${w.shareLinkId}`, ok: 204 },

@@ -7,8 +7,9 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { errorCode, startTestServer, TestClock, type TestServer } from "../helpers/server.ts";
-import { batch, ev, newApp, ownerHeaders, sendBatch } from "../helpers/ingest.ts";
+import { batch, ev, joinOrg, newApp, ownerHeaders, sendBatch } from "../helpers/ingest.ts";
 import { sha256 } from "../../src/util/secrets.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 let s: TestServer;
 let owner: Record<string, string>;
@@ -28,18 +29,7 @@ const json = async <T>(r: Response | Promise<Response>) => (await (await r).json
 const SESSIONS = ["0190f5a4-7b1e-7c3a-9d2e-000000000001", "0190f5a4-7b1e-7c3a-9d2e-000000000002", "0190f5a4-7b1e-7c3a-9d2e-000000000003"];
 
 /** A person signed in, made a member of the org with `role` through a real invitation. */
-async function join(email: string, role: "viewer" | "member" | "admin"): Promise<{ headers: Record<string, string>; userId: number }> {
-  expect((await s.api(`/orgs/${orgId}/invitations`, { method: "POST", json: { email, role }, headers: owner })).status).toBe(201);
-  const line = [...s.logs]
-    .reverse()
-    .map((l) => JSON.parse(l) as { link?: string; to?: string })
-    .find((l) => l.to === email && l.link?.includes("/invitations/accept"))!;
-  const token = new URL(line.link!).searchParams.get("token")!;
-  const headers = await ownerHeaders(s, email);
-  expect((await s.api("/invitations/accept", { method: "POST", json: { token }, headers })).status).toBe(200);
-  const me = await json<{ user: { id: number } }>(s.api("/me", { headers }));
-  return { headers, userId: me.user.id };
-}
+const join = (email: string, role: "viewer" | "member" | "admin") => joinOrg(s, owner, orgId, email, role);
 
 const makeLink = (app: number, headers: Record<string, string>, name?: string) =>
   s.api(`/apps/${app}/share-links`, { method: "POST", headers, ...(name !== undefined ? { json: { name } } : {}) });
@@ -297,6 +287,50 @@ describe("a link stops", () => {
     const names = (await json<{ name: string }[]>(s.api(`/apps/${appId}/share-links`, { headers: owner }))).map((x) => x.name);
     expect(names).not.toContain("Ada's");
     expect(names).not.toContain("Bob's");
+  });
+});
+
+describe("a deleted app's links", () => {
+  test("admins list and revoke them in the undo window (they do not open meanwhile); a revoked one stays revoked after the restore and a restart; past the window, 404", async () => {
+    const clock = new TestClock();
+    const dataDir = tempDir("sextant-share-deleted-");
+    let t = await startTestServer({ dataDir, trustProxy: true }, { clock });
+    try {
+      const h = await ownerHeaders(t, "tidy@example.com");
+      const a = await newApp(t, h);
+      const mk = (name: string) =>
+        json<{ id: number; token: string }>(t.api(`/apps/${a.appId}/share-links`, { method: "POST", json: { name }, headers: h }));
+      const keep = await mk("Keep");
+      const drop = await mk("Drop");
+      const share = (token: string) => t.api("/share", { headers: bearer(token) });
+      expect((await t.api(`/apps/${a.appId}`, { method: "DELETE", headers: h })).status).toBe(200);
+      const listed = await t.api(`/apps/${a.appId}/share-links`, { headers: h });
+      expect(listed.status).toBe(200);
+      expect(((await listed.json()) as { name: string }[]).map((l) => l.name)).toEqual(["Keep", "Drop"]);
+      expect((await share(keep.token)).status).toBe(401);
+      expect((await t.api(`/apps/${a.appId}/share-links/${drop.id}`, { method: "DELETE", headers: h })).status).toBe(204);
+      expect((await share(drop.token)).status).toBe(401);
+      // Someone outside the org: as an app that does not exist.
+      expect((await t.api(`/apps/${a.appId}/share-links`, { headers: await ownerHeaders(t, "stranger@example.com") })).status).toBe(404);
+
+      expect((await t.api(`/apps/${a.appId}/restore`, { method: "POST", headers: h })).status).toBe(200);
+      expect((await share(keep.token)).status).toBe(200);
+      expect((await share(drop.token)).status).toBe(401);
+      await t.stop();
+      t = await startTestServer({ dataDir, trustProxy: true }, { clock });
+      expect((await share(keep.token)).status).toBe(200);
+      const after = await share(drop.token);
+      expect([after.status, await errorCode(after)]).toEqual([401, "invalid_token"]);
+      expect((await json<{ name: string }[]>(t.api(`/apps/${a.appId}/share-links`, { headers: h }))).map((l) => l.name)).toEqual(["Keep"]);
+
+      // Past the undo window (before the purge has run): as an app that does not exist.
+      expect((await t.api(`/apps/${a.appId}`, { method: "DELETE", headers: h })).status).toBe(200);
+      clock.advance(7 * 86_400_000 + 1);
+      const late = await t.api(`/apps/${a.appId}/share-links`, { headers: h });
+      expect([late.status, await errorCode(late)]).toEqual([404, "not_found"]);
+    } finally {
+      await t.stop();
+    }
   });
 });
 

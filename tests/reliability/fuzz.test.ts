@@ -1477,14 +1477,14 @@ async function setup() {
     );
     expect(r.status).toBe(200);
   }
-  const job = await json<{ job_id: number }>(
+  const job = await json<{ job_id: number; url: string }>(
     s.api(`/apps/${victimApp.appId}/export`, { method: "POST", json: { format: "csv" }, headers: owner }),
     202,
   );
   let exportUrl = "";
   for (let k = 0; k < 200 && !exportUrl; k++) {
-    const j = await json<{ state: string; result?: { url: string } | null }>(s.api(`/jobs/${job.job_id}`, { headers: owner }), 200);
-    if (j.state === "done") exportUrl = j.result!.url;
+    const j = await json<{ state: string }>(s.api(`/jobs/${job.job_id}`, { headers: owner }), 200);
+    if (j.state === "done") exportUrl = job.url;
     else if (j.state === "failed") throw new Error("the export failed");
     else await Bun.sleep(20);
   }

@@ -114,6 +114,7 @@ function idsOfB(path: string): Record<string, string | number> {
     invitation_id: B.invitationId,
     token_id: B.tokenId,
     link_id: B.shareLinkId,
+    export_id: B.jobId,
     user_id: B.userId,
   };
 }
@@ -129,6 +130,7 @@ function idsNowhere(r: () => number): Record<string, string | number> {
     invitation_id: `inv_${n}`,
     token_id: n,
     link_id: n,
+    export_id: n,
     user_id: n,
   };
 }

@@ -1,21 +1,20 @@
 // App settings (/apps/{id}/settings): name, time zone (the app's days are local to it)
 // and, for sites, origins; pause and resume;
 // keys (list, add, revoke, the 20-active-key limit); a site's forwarding secret (shown
-// once); share links (made, listed, revoked); exports (start, progress, download link
-// while valid); deleting the app with its 7-day undo. Each control shows only to the roles
+// once); share links (made, listed, revoked); exports (settings-exports.tsx); deleting the app with its 7-day undo. Each control shows only to the roles
 // the server lets use it (docs/permissions.md): viewers read, members also see the keys,
 // admins and owners change things. A refusal the server gives anyway is shown as it says.
 
 import { useEffect, useState } from "preact/hooks";
 import type { AppView } from "../api.ts";
 import { zoneOf } from "../format.ts";
-import { MAX_ACTIVE_KEYS, settingsApi, type CreatedShareLink, type JobView } from "../api-settings.ts";
+import { MAX_ACTIVE_KEYS, settingsApi, type CreatedShareLink } from "../api-settings.ts";
 import { ActionError, ConfirmButton, ShownOnce, useAction, utc } from "../parts/actions.tsx";
 import { useLoad } from "../parts/load.ts";
-import { Card, ErrorBox, LoadState, Num } from "../parts/ui.tsx";
+import { Card, ErrorBox, LoadState } from "../parts/ui.tsx";
 import { ZoneField } from "../parts/zone.tsx";
-import { query, setQuery } from "../route.ts";
 import { roleAtLeast, type AppViewProps } from "./app.tsx";
+import { Exports } from "./settings-exports.tsx";
 
 export function Settings({ app, role, reload }: AppViewProps) {
   const admin = roleAtLeast(role, "admin");
@@ -28,7 +27,7 @@ export function Settings({ app, role, reload }: AppViewProps) {
       {roleAtLeast(role, "member") && <Keys app={app} admin={admin} />}
       {admin && app.kind === "web" && <Forwarding app={app} reload={reload} />}
       {admin && <ShareLinks app={app} />}
-      {admin && <Export app={app} />}
+      {admin && <Exports app={app} />}
       {admin && <DeleteApp app={app} onDeleted={setDeleted} />}
       {!admin && <p class="muted small">Admins and owners of this org change these settings; your role is {role}.</p>}
     </div>
@@ -360,119 +359,6 @@ function ShareLinks({ app }: { app: AppView }) {
             ))}
           </tbody>
         </table>
-      )}
-    </Card>
-  );
-}
-
-/**
- * Exports. The job being followed is in the URL (?export=ID), so a reload keeps following
- * it. While it runs, GET /jobs/{id} is polled once a second until done or failed: an
- * allowed exception to "only the live view polls", limited to a job this person started
- * and stopping when it ends.
- */
-function Export({ app }: { app: AppView }) {
-  const jobId = Number(query.value.get("export")) || null;
-  const [format, setFormat] = useState<"parquet" | "csv">("parquet");
-  const [job, setJob] = useState<JobView | null>(null);
-  const [pollError, setPollError] = useState<Error | null>(null);
-  const start = useAction();
-  useEffect(() => {
-    setJob(null);
-    setPollError(null);
-    if (!jobId) return;
-    let stop = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const poll = async () => {
-      try {
-        const j = await settingsApi.job(jobId);
-        if (stop) return;
-        setJob(j);
-        if (j.state === "pending" || j.state === "running") timer = setTimeout(poll, 1000);
-      } catch (e) {
-        if (!stop) setPollError(e as Error);
-      }
-    };
-    poll();
-    return () => {
-      stop = true;
-      clearTimeout(timer);
-    };
-  }, [jobId]);
-  const r = job?.result;
-  const expired = r?.expires_at ? Date.parse(r.expires_at) <= Date.now() : false;
-  const running = !!jobId && (!job || job.state === "pending" || job.state === "running") && !pollError;
-  return (
-    <Card title="Export">
-      <p class="muted small">
-        Every event of this {app.kind === "web" ? "site" : "app"}: time, name, an opaque session, debug flag, every dimension and the
-        properties as JSON; no visitor or device identifier. The download link works without signing in for 7 days.
-      </p>
-      <form
-        class="row"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          await start.run(async () => {
-            const { job_id } = await settingsApi.startExport(app.id, format);
-            setQuery({ export: String(job_id) }, true);
-          });
-        }}
-      >
-        <fieldset class="row">
-          <legend class="sr-only">Format</legend>
-          {(["parquet", "csv"] as const).map((f) => (
-            <label key={f}>
-              <input type="radio" name="export-format" value={f} checked={format === f} onChange={() => setFormat(f)} />
-              {f === "parquet" ? "Parquet" : "CSV"}
-            </label>
-          ))}
-        </fieldset>
-        <button type="submit" disabled={start.busy || running}>
-          Start an export
-        </button>
-      </form>
-      <ActionError action={start} />
-      {pollError && <ErrorBox error={pollError} />}
-      {jobId && !pollError && (
-        <div class="export-job" data-job={jobId} data-state={job?.state ?? "pending"} aria-live="polite">
-          {running && (
-            <p>
-              Export #{jobId}:{" "}
-              {job?.state === "running"
-                ? job.progress
-                  ? `writing the file: ${job.progress.done_partitions} of ${job.progress.total_partitions} parts, ${job.progress.rows.toLocaleString("en-US")} rows`
-                  : "writing the file…"
-                : "waiting to start…"}
-            </p>
-          )}
-          {job?.state === "failed" && (
-            <p class="error">
-              Export #{jobId} failed: {job.error ?? "no reason given"}.
-            </p>
-          )}
-          {job?.state === "done" && r?.url && (
-            <p>
-              Export #{jobId} is ready:{" "}
-              {r.rows !== undefined && (
-                <>
-                  <Num n={r.rows} /> rows,{" "}
-                </>
-              )}
-              {r.bytes !== undefined && <>{(r.bytes / 1024).toFixed(1)} KB, </>}
-              {r.format}.{" "}
-              {expired ? (
-                <span>The link expired {utc(r.expires_at)}; start a new export.</span>
-              ) : (
-                <>
-                  <a class="button" href={r.url} download>
-                    Download
-                  </a>{" "}
-                  <span class="small muted">valid until {utc(r.expires_at)}</span>
-                </>
-              )}
-            </p>
-          )}
-        </div>
       )}
     </Card>
   );

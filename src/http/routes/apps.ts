@@ -20,7 +20,8 @@ import {
   NewKey,
   NewSavedFunnel,
   ExportRequest,
-  JobStarted,
+  ExportStarted,
+  ExportView,
   NewShareLink,
   ShareLinkView,
   CreatedShareLink,
@@ -31,7 +32,8 @@ import { createApp, deleteApp, getApp, issueForwardingSecret, listApps, restoreA
 import { addKey, listKeys, revokeKey } from "../../domain/keys.ts";
 import { deleteFunnel, listFunnels, MAX_SAVED_FUNNELS, saveFunnel } from "../../domain/funnels.ts";
 import { getJob } from "../../domain/jobs.ts";
-import { requestExport } from "../../domain/exports.ts";
+import { listExports, MAX_LISTED_EXPORTS, requestExport } from "../../domain/exports.ts";
+import { revokeExportLink } from "../../exports/export-jobs.ts";
 import { createShareLink, listShareLinks, MAX_ACTIVE_SHARE_LINKS, revokeShareLink, sharedApp } from "../../domain/share-links.ts";
 
 /** `creations`: the per-person bucket shared with the org routes (orgs and apps together). */
@@ -189,6 +191,7 @@ export function appRoutes(svc: Services, auth: AuthPlugin, creations: CreationLi
           params.id,
           { format: body?.format ?? "parquet", from: body?.from, to: body?.to },
           svc.now(),
+          svc.config.publicUrl,
         );
         svc.kickExports();
         return status(202, started);
@@ -196,11 +199,14 @@ export function appRoutes(svc: Services, auth: AuthPlugin, creations: CreationLi
       {
         params: AppIdParams,
         body: t.Optional(ExportRequest),
-        response: { 202: JobStarted, ...StdErrors },
+        response: { 202: ExportStarted, ...StdErrors },
         detail: {
           summary: "Export every event of the app",
           description:
-            "Starts a job; poll GET /jobs/{id}. When done, result.url downloads the file without a session for 7 days, then answers 410. " +
+            "Starts a job; poll GET /jobs/{id}. The answer's url is the download link, shown this once only (the store keeps its hash): " +
+            "once the job is done it downloads the file without a session for 7 days, then answers 410 export_expired; before, 409 export_not_ready. " +
+            "It answers 410 export_revoked once revoked (DELETE /apps/{id}/exports/{export_id}) or once the person who asked is removed from the org, " +
+            "demoted below admin or their account deleted. " +
             "Optional from and to (UTC dates, inclusive) narrow it to those days; from after to is a 400. While it runs, the job's progress counts parts and rows written. " +
             "Columns: ts, name, session (opaque), debug, every dimension, properties (JSON); no visitor or device identifier.",
           tags: ["apps"],
@@ -208,12 +214,44 @@ export function appRoutes(svc: Services, auth: AuthPlugin, creations: CreationLi
         },
       },
     )
-    .get("/apps/:id/share-links", ({ auth, params }) => listShareLinks(db, auth.actor(), params.id), {
+    .get("/apps/:id/exports", ({ auth, params }) => listExports(db, auth.actor(), params.id, svc.now()), {
+      params: AppIdParams,
+      response: { 200: t.Array(ExportView), ...StdErrors },
+      detail: {
+        summary: "The app's exports, newest first (never their links)",
+        description: `Admins and owners of the app's org, also while the app is deleted within its undo window. The newest ${MAX_LISTED_EXPORTS}; an older one is still revoked by its id.`,
+        tags: ["apps"],
+        ...access("admin"),
+      },
+    })
+    .delete(
+      "/apps/:id/exports/:export_id",
+      ({ auth, params }) => {
+        revokeExportLink(db, auth.actor(), params.id, params.export_id, svc.now());
+        return noContent();
+      },
+      {
+        params: t.Object({
+          id: AppIdParams.properties.id,
+          export_id: t.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: "Export id: its job's id (int64)" }),
+        }),
+        response: { 204: t.Void(), ...StdErrors },
+        detail: {
+          summary: "Revoke an export's download link (at once; its file is deleted)",
+          description:
+            "Admins and owners of the app's org, also while the app is deleted within its undo window. An unknown, already revoked or another app's export is a 404.",
+          tags: ["apps"],
+          ...access("admin"),
+        },
+      },
+    )
+    .get("/apps/:id/share-links", ({ auth, params }) => listShareLinks(db, auth.actor(), params.id, svc.now()), {
       params: AppIdParams,
       response: { 200: t.Array(ShareLinkView), ...StdErrors },
       detail: {
         summary: "Active share links (never their values)",
-        description: "Admins and owners of the app's org.",
+        description:
+          "Admins and owners of the app's org, also while the app is deleted within its undo window (its links do not open meanwhile).",
         tags: ["share links"],
         ...access("admin"),
       },
@@ -252,7 +290,8 @@ export function appRoutes(svc: Services, auth: AuthPlugin, creations: CreationLi
         response: { 204: t.Void(), ...StdErrors },
         detail: {
           summary: "Revoke a share link (at once)",
-          description: "Admins and owners of the app's org.",
+          description:
+            "Admins and owners of the app's org, also while the app is deleted within its undo window: a revoked link stays revoked if the app is restored.",
           tags: ["share links"],
           ...access("admin"),
         },
