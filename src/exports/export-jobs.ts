@@ -59,7 +59,12 @@ export async function runExportJobs(d: ExportDeps): Promise<number> {
       finishJob(d.db, job.id, await exportJob(d, job), d.now());
     } catch (e) {
       d.log.error("export failed", { job: job.id, error: (e as Error).message });
-      failJob(d.db, job.id, `the export could not be written: ${(e as Error).message}`, d.now());
+      try {
+        failJob(d.db, job.id, `the export could not be written: ${(e as Error).message}`, d.now());
+      } catch {
+        // The server closed its database while the job ran (stopping): the job is left as it was claimed.
+        return n;
+      }
     }
   }
 }
